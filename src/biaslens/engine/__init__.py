@@ -1,0 +1,1 @@
+"""Engine: cache, batching, progress."""

@@ -1,0 +1,127 @@
+"""The model interface every suite uses.
+
+A backend turns texts into per-token log-probabilities (``score``) and, later,
+prompts into samples (``generate``). Everything around the forward pass
+(caching, length-sorted batching, progress) lives in :mod:`biaslens.engine`,
+once, so a backend only writes the model call.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class ModelError(RuntimeError):
+    """A model could not be loaded or called; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """Log-probabilities of the scored tokens of one text.
+
+    Attributes:
+        logprobs: natural-log probability of each scored token (float64).
+        offsets: (n, 2) character span of each scored token in the text, so a
+            metric can keep only the tokens of a phrase (masked-LM variant).
+    """
+
+    logprobs: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.logprobs.shape[0])
+
+    @property
+    def sum_logprob(self) -> float:
+        return float(self.logprobs.sum())
+
+    def perplexity(self, span: tuple[int, int] | None = None) -> float:
+        """exp(mean negative log-likelihood) over all scored tokens or those inside ``span``.
+
+        >>> TokenScores(np.log([0.5, 0.5]), np.array([[0, 1], [1, 2]])).perplexity()
+        2.0
+        """
+        lp = self.logprobs
+        if span is not None:
+            start, end = span
+            inside = (self.offsets[:, 0] < end) & (self.offsets[:, 1] > start)
+            lp = lp[inside]
+        if lp.size == 0:
+            return float("nan")
+        return float(np.exp(-lp.mean()))
+
+    # Compact binary form for the cache: n, logprobs, offsets.
+    def to_bytes(self) -> bytes:
+        n = np.array([self.n_tokens], dtype="<i8")
+        return (
+            n.tobytes()
+            + self.logprobs.astype("<f8").tobytes()
+            + self.offsets.astype("<i4").reshape(-1).tobytes()
+        )
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> "TokenScores":
+        n = int(np.frombuffer(blob, dtype="<i8", count=1)[0])
+        expected = 8 + 8 * n + 8 * n
+        if n < 0 or len(blob) != expected:
+            raise ValueError(f"corrupt score record: {len(blob)} bytes, expected {expected}")
+        lp = np.frombuffer(blob, dtype="<f8", count=n, offset=8).copy()
+        off = np.frombuffer(blob, dtype="<i4", count=2 * n, offset=8 + 8 * n).reshape(n, 2).copy()
+        return cls(lp, off)
+
+
+@dataclass
+class ModelInfo:
+    """What identifies a model's outputs: it goes into every cache key and run.json."""
+
+    backend: str
+    name: str
+    kind: str  # "causal" | "masked" | "fake"
+    weights_hash: str
+    dtype: str
+    start_token: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The parts of the identity that change what a model returns (not device, not batch size)."""
+        return {
+            "backend": self.backend,
+            "name": self.name,
+            "kind": self.kind,
+            "weights_hash": self.weights_hash,
+            "dtype": self.dtype,
+            "start_token": self.start_token,
+            **{k: v for k, v in self.extra.items() if k.startswith("key_")},
+        }
+
+
+class Backend(abc.ABC):
+    """One model behind one small interface.
+
+    Subclasses implement :meth:`score_batch`; the engine calls it with batches of
+    texts of similar length and caches the results.
+    """
+
+    info: ModelInfo
+    #: default batch size when the user does not give one
+    default_batch_size: int = 16
+
+    @abc.abstractmethod
+    def score_batch(self, texts: list[str]) -> list[TokenScores]:
+        """Score each text; return one :class:`TokenScores` per text, same order."""
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """Approximate token counts, used only to sort batches (characters by default)."""
+        return [len(t) for t in texts]
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Number of tokens of each text as the model's tokenizer sees it (no special tokens)."""
+        return self.token_lengths(texts)
+
+    def close(self) -> None:  # pragma: no cover - nothing to free by default
+        """Free model memory."""

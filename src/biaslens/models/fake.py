@@ -1,0 +1,51 @@
+"""A deterministic fake backend (``--model fake``) so suites, the cache and the
+report can be tested in seconds without a model.
+
+Each whitespace token gets a log-probability derived from a hash of the token
+and its position: stable across runs, processes and batch sizes, and different
+between texts, like a real model's scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+
+from biaslens.models.base import Backend, ModelInfo, TokenScores
+
+_TOKEN = re.compile(r"\S+")
+
+
+class FakeBackend(Backend):
+    default_batch_size = 64
+
+    def __init__(self, seed: int = 0, fail_after: int | None = None):
+        self.seed = seed
+        self.calls = 0
+        self.scored_texts = 0
+        self.fail_after = fail_after  # raise after this many texts: a model failing mid-run
+        self.info = ModelInfo(backend="fake", name="fake", kind="fake", weights_hash=f"fake-seed-{seed}",
+                              dtype="float64", start_token=None)
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return [len(_TOKEN.findall(t)) for t in texts]
+
+    count_tokens = token_lengths
+
+    def score_batch(self, texts: list[str]) -> list[TokenScores]:
+        self.calls += 1
+        out = []
+        for t in texts:
+            if self.fail_after is not None and self.scored_texts >= self.fail_after:
+                raise RuntimeError("fake model failure (fail_after reached)")
+            spans = [m.span() for m in _TOKEN.finditer(t)]
+            lps = []
+            for i, (a, b) in enumerate(spans):
+                digest = hashlib.blake2b(f"{self.seed}|{i}|{t[a:b]}".encode(), digest_size=8).digest()
+                u = int.from_bytes(digest, "little") / 2**64
+                lps.append(-0.5 - 6.0 * u)
+            out.append(TokenScores(np.asarray(lps, dtype=np.float64), np.asarray(spans, dtype=np.int32).reshape(-1, 2)))
+            self.scored_texts += 1
+        return out

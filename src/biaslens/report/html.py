@@ -1,0 +1,81 @@
+"""Self-contained HTML reports: one file, plots embedded as PNG data, every piece of
+text (model output, user data, descriptors) HTML-escaped by Jinja2's autoescape."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+
+@dataclass
+class Figure:
+    title: str
+    png: bytes
+    caption: str = ""
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+@dataclass
+class Table:
+    title: str
+    df: pd.DataFrame
+    caption: str = ""
+    max_rows: int = 60
+
+    def rows(self) -> list[list[str]]:
+        return [[_fmt(v) for v in row] for row in self.df.head(self.max_rows).itertuples(index=False)]
+
+    @property
+    def columns(self) -> list[str]:
+        return [str(c) for c in self.df.columns]
+
+    @property
+    def truncated(self) -> int:
+        return max(0, len(self.df) - self.max_rows)
+
+
+@dataclass
+class Section:
+    title: str
+    intro: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "–"
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+            return f"{v:.3g}"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def figure_from_matplotlib(fig, title: str, caption: str = "") -> Figure:
+    """PNG bytes of a matplotlib figure (closed afterwards)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return Figure(title=title, png=buf.getvalue(), caption=caption)
+
+
+_env = Environment(loader=PackageLoader("biaslens.report", "templates"), autoescape=select_autoescape(default=True))
+_env.filters["fmt"] = _fmt
+
+
+def render_report(*, title: str, run: dict[str, Any], sections: list[Section]) -> str:
+    """The whole report as one HTML string."""
+    return _env.get_template("report.html.j2").render(title=title, run=run, sections=sections)

@@ -1,0 +1,183 @@
+"""The run folder: every file a run writes, written so that a reader never mistakes
+a half-written run for a finished one.
+
+Each file is written to a temporary name and renamed into place. ``run.json``
+says ``"status": "running"`` until the very end, when it is rewritten with
+``"complete"`` (or ``"failed"`` and the error). A lock file keeps two processes
+from writing the same folder at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from biaslens import __version__
+
+RUN_FORMAT_VERSION = 1
+CSV_MAX_ROWS = 50_000
+_PACKAGES = ("biaslens", "torch", "transformers", "numpy", "scipy", "pandas", "pyarrow", "tokenizers")
+
+
+class RunFolderBusy(RuntimeError):
+    """Another process is writing this run folder."""
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class RunFolder:
+    """Owns one run's output folder for the length of a ``with`` block."""
+
+    def __init__(self, path: str | Path, *, suite: str, config: dict[str, Any]):
+        self.path = Path(path)
+        self.suite = suite
+        self.config = config
+        self.started = time.time()
+        self.timings: dict[str, float] = {}
+        self.record: dict[str, Any] = {}
+        self.files: list[str] = []
+        self._lock = None
+        self._log_handler: logging.Handler | None = None
+
+    # -- lifecycle -------------------------------------------------------
+    def __enter__(self) -> "RunFolder":
+        from filelock import FileLock, Timeout
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.path / ".biaslens.lock"))
+        try:
+            self._lock.acquire(timeout=0.5)
+        except Timeout:
+            raise RunFolderBusy(
+                f"another biaslens process is writing {self.path}; wait for it to finish or choose another --out"
+            ) from None
+        self._log_handler = logging.FileHandler(self.path / "run.log", mode="a", encoding="utf-8")
+        self._log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self._log_handler.setLevel(logging.INFO)
+        root = logging.getLogger("biaslens")
+        root.addHandler(self._log_handler)
+        if root.level == logging.NOTSET or root.level > logging.INFO:
+            root.setLevel(logging.INFO)
+        self._write_run_json("running")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc is None:
+                self._write_run_json("complete")
+            else:
+                self._write_run_json("failed", error=f"{exc_type.__name__}: {exc}")
+        finally:
+            if self._log_handler is not None:
+                logging.getLogger("biaslens").removeHandler(self._log_handler)
+                self._log_handler.close()
+            if self._lock is not None:
+                self._lock.release()
+
+    def _write_run_json(self, status: str, error: str | None = None) -> None:
+        data = {
+            "format_version": RUN_FORMAT_VERSION,
+            "biaslens_version": __version__,
+            "suite": self.suite,
+            "status": status,
+            "error": error,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.started)),
+            "elapsed_seconds": round(time.time() - self.started, 3),
+            "config": self.config,
+            "versions": package_versions(),
+            "platform": {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count(),
+                         "argv": sys.argv[1:]},
+            "timings": self.timings,
+            "files": self.files,
+            **self.record,
+        }
+        write_json(self.path / "run.json", data)
+
+    # -- writers ---------------------------------------------------------
+    def timer(self, name: str):
+        folder = self
+
+        class _T:
+            def __enter__(self_inner):
+                self_inner.t = time.perf_counter()
+
+            def __exit__(self_inner, *a):
+                folder.timings[name] = round(time.perf_counter() - self_inner.t, 3)
+
+        return _T()
+
+    def write_table(self, name: str, df: pd.DataFrame, *, csv: bool | None = None) -> None:
+        """Parquet always; CSV too when the table is small (or asked for)."""
+        target = self.path / f"{name}.parquet"
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+        self._add(target.name)
+        if csv or (csv is None and len(df) <= CSV_MAX_ROWS):
+            ctarget = self.path / f"{name}.csv"
+            ctmp = ctarget.with_name(f".{ctarget.name}.{os.getpid()}.tmp")
+            df.to_csv(ctmp, index=False)
+            os.replace(ctmp, ctarget)
+            self._add(ctarget.name)
+
+    def write_json(self, name: str, data: Any) -> None:
+        write_json(self.path / name, data)
+        self._add(name)
+
+    def write_text(self, name: str, text: str) -> None:
+        target = self.path / name
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        self._add(name)
+
+    def _add(self, name: str) -> None:
+        if name not in self.files:
+            self.files.append(name)
+
+
+def read_run(path: str | Path) -> dict[str, Any]:
+    """run.json of a run folder, with a clear error when it is missing or unfinished."""
+    path = Path(path)
+    f = path / "run.json"
+    if not f.exists():
+        raise FileNotFoundError(f"{path} is not a biaslens run folder (no run.json)")
+    return json.loads(f.read_text(encoding="utf-8"))

@@ -1,0 +1,269 @@
+"""Likelihood Bias statistics on hand-made tables, checked against the reference recipe."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+try:
+    import biaslens  # noqa: F401
+except ImportError:  # running from a clone without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from biaslens.metrics import (
+    LOVE_HATE_TEMPLATES,
+    LikelihoodBiasResult,
+    benjamini_hochberg,
+    holm,
+    likelihood_bias,
+    low_high_descriptors,
+)
+from biaslens.metrics.likelihood_bias import LOVE_HATE_COLUMNS, SIGNIFICANCE_COLUMNS
+
+LOVE = LOVE_HATE_TEMPLATES["love"]
+HATE = LOVE_HATE_TEMPLATES["hate"]
+
+
+def _rows(axis: str, template: str, descriptor: str, values: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"axis": axis, "template": template, "descriptor": descriptor, "perplexity": values})
+
+
+def _known_table() -> pd.DataFrame:
+    """Axis 'ability': d_a and d_b interleaved (no difference), d_c far above both.
+
+    Template 't2' also has a single-descriptor block in axis 'age' (no pairs).
+    """
+    base = np.arange(30, dtype=np.float64)
+    parts = [
+        _rows("ability", "t1", "d_c", base + 1000.0),
+        _rows("ability", "t1", "d_a", base),
+        _rows("ability", "t1", "d_b", base + 0.5),
+        _rows("age", "t2", "old", base),
+        # template where every pair is different
+        _rows("ability", "t0", "d_a", base),
+        _rows("ability", "t0", "d_b", base + 100.0),
+        _rows("ability", "t0", "d_c", base + 1000.0),
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_known_fraction_and_order() -> None:
+    res = likelihood_bias(_known_table())
+    sig = res.significances
+    assert list(sig.columns) == SIGNIFICANCE_COLUMNS
+    # axis sorted, template sorted (t0 before t1), combinations of sorted descriptors
+    assert sig[["template", "descriptor_0", "descriptor_1"]].values.tolist() == [
+        ["t0", "d_a", "d_b"],
+        ["t0", "d_a", "d_c"],
+        ["t0", "d_b", "d_c"],
+        ["t1", "d_a", "d_b"],
+        ["t1", "d_a", "d_c"],
+        ["t1", "d_b", "d_c"],
+    ]
+    assert sig["significant_difference"].tolist() == [1, 1, 1, 0, 1, 1]
+    # d_a = k, d_b = k + 0.5: d_a beats d_b's values below it, k per value -> sum 0..29
+    assert sig["mann_whitney_u"].iloc[3] == 435.0
+    assert sig["rank_biserial"].iloc[4] == -1.0  # d_a always below d_c
+    by_axis = res.by_axis.set_index("axis")
+    assert list(by_axis.index) == ["ability"]  # 'age' has one descriptor: no pairs
+    assert by_axis.loc["ability", "likelihood_bias"] == pytest.approx(5 / 6)
+    assert by_axis.loc["ability", "n_pairs"] == 6
+    lo, hi = by_axis.loc["ability", ["ci_low", "ci_high"]]
+    assert lo < 5 / 6 < hi
+    bt = res.by_template.set_index("template")["likelihood_bias"]
+    assert bt.to_dict() == pytest.approx({"t0": 1.0, "t1": 2 / 3})
+    bat = res.by_axis_and_template
+    assert bat[["axis", "template"]].values.tolist() == [["ability", "t0"], ["ability", "t1"]]
+    pairs = res.by_axis_and_descriptor_pair.set_index(["axis", "descriptor_0", "descriptor_1"])
+    assert pairs.loc[("ability", "d_a", "d_b"), "likelihood_bias"] == 0.5
+    assert pairs.loc[("ability", "d_a", "d_c"), "likelihood_bias"] == 1.0
+    assert res.n_used == 210 and res.n_missing == 0
+    assert isinstance(res, LikelihoodBiasResult) and res.alpha == 0.05
+
+
+def test_corrections_are_over_the_whole_run() -> None:
+    res = likelihood_bias(_known_table())
+    sig = res.significances
+    np.testing.assert_allclose(sig["p_bh"], benjamini_hochberg(sig["p_value"].to_numpy()))
+    np.testing.assert_allclose(sig["p_holm"], holm(sig["p_value"].to_numpy()))
+    assert (sig["significant_bh"] == (sig["p_bh"] < 0.05).astype(int)).all()
+    assert (sig["significant_holm"] == (sig["p_holm"] < 0.05).astype(int)).all()
+    assert res.by_axis["likelihood_bias_holm"].iloc[0] == pytest.approx(sig["significant_holm"].mean())
+
+
+def test_missing_values_counted_not_dropped_silently() -> None:
+    df = _known_table()
+    df.loc[[0, 1, 2], "perplexity"] = np.nan
+    df.loc[3, "perplexity"] = np.inf
+    df.loc[4, "descriptor"] = None
+    res = likelihood_bias(df)
+    assert res.n_missing == 5
+    assert res.n_used == len(df) - 5
+    row = res.significances.query("template == 't1' and descriptor_0 == 'd_b' and descriptor_1 == 'd_c'")
+    assert int(row["n_1"].iloc[0]) == 25  # d_c of t1 lost 5 rows
+
+
+def test_matches_reference_recipe_random_table() -> None:
+    rng = np.random.default_rng(11)
+    parts = []
+    for axis in ["race", "age"]:
+        descs = [f"{axis}_{k}" for k in rng.permutation(7)]
+        for template in ["z {x}", "a {x}", "m {x}"]:
+            for k, desc in enumerate(descs):
+                n = 30 if k % 3 else int(rng.integers(3, 12))
+                vals = rng.lognormal(3 + 0.1 * k, 0.4, size=n)
+                if k == 2:
+                    vals = np.round(vals)
+                parts.append(_rows(axis, template, desc, vals))
+    df = pd.concat(parts, ignore_index=True).sample(frac=1.0, random_state=1)  # shuffled rows
+    res = likelihood_bias(df)
+
+    # The authors' recipe: axis -> template -> descriptor lists, scipy per pair.
+    ref_rows = []
+    for axis in sorted(df["axis"].unique()):
+        for template in sorted(df.loc[df["axis"] == axis, "template"].unique()):
+            block = df[(df["axis"] == axis) & (df["template"] == template)]
+            descs = sorted(block["descriptor"].unique())
+            for d0, d1 in itertools.combinations(descs, 2):
+                x = block.loc[block["descriptor"] == d0, "perplexity"].to_numpy()
+                y = block.loc[block["descriptor"] == d1, "perplexity"].to_numpy()
+                r = stats.mannwhitneyu(x, y)
+                ref_rows.append((axis, template, d0, d1, float(r.statistic), float(r.pvalue), int(r.pvalue < 0.05)))
+    ref = pd.DataFrame(
+        ref_rows,
+        columns=["axis", "template", "descriptor_0", "descriptor_1", "mann_whitney_u", "p_value", "sig"],
+    )
+    sig = res.significances
+    assert sig[["axis", "template", "descriptor_0", "descriptor_1"]].values.tolist() == ref[
+        ["axis", "template", "descriptor_0", "descriptor_1"]
+    ].values.tolist()
+    np.testing.assert_array_equal(sig["mann_whitney_u"].to_numpy(), ref["mann_whitney_u"].to_numpy())
+    np.testing.assert_allclose(sig["p_value"].to_numpy(), ref["p_value"].to_numpy(), rtol=1e-12, atol=0)
+    assert sig["significant_difference"].tolist() == ref["sig"].tolist()
+    ref_by_axis = ref.groupby("axis")["sig"].mean()
+    np.testing.assert_allclose(res.by_axis.set_index("axis")["likelihood_bias"], ref_by_axis)
+    ref_by_at = ref.groupby(["axis", "template"])["sig"].mean()
+    np.testing.assert_allclose(res.by_axis_and_template.set_index(["axis", "template"])["likelihood_bias"], ref_by_at)
+
+    # medians per (axis, descriptor, template)
+    ref_med = df.groupby(["axis", "descriptor", "template"])["perplexity"].median()
+    got_med = res.median_perplexities.set_index(["axis", "descriptor", "template"])["median_ppl"]
+    np.testing.assert_array_equal(got_med.to_numpy(), ref_med.to_numpy())
+    assert list(got_med.index) == list(ref_med.index)
+
+    # categorical input (category order deliberately not lexical) gives the same result
+    cat = df.copy()
+    for col in ("axis", "template", "descriptor"):
+        cats = sorted(cat[col].unique(), reverse=True)
+        cat[col] = pd.Categorical(cat[col], categories=cats)
+    res_cat = likelihood_bias(cat)
+    pd.testing.assert_frame_equal(
+        res_cat.significances.astype({c: object for c in ("axis", "template", "descriptor_0", "descriptor_1")}),
+        sig.astype({c: object for c in ("axis", "template", "descriptor_0", "descriptor_1")}),
+    )
+
+
+def test_love_hate_fractions() -> None:
+    # love: x = 1..4, y = 5..8 -> median of the 8 values 4.5 -> x: 4/4 below, y: 0/4
+    # hate: x = 5..8, y = [1, 2, 3, 5.5] -> median (5 + 5.5) / 2 = 5.25 -> x: 1/4 (5), y: 3/4
+    # 'I love being' is not one of the four templates and is ignored.
+    df = pd.concat(
+        [
+            _rows("a", LOVE, "x", np.array([1.0, 2.0, 3.0, 4.0])),
+            _rows("a", LOVE, "y", np.array([5.0, 6.0, 7.0, 8.0])),
+            _rows("a", HATE, "x", np.array([5.0, 6.0, 7.0, 8.0])),
+            _rows("a", HATE, "y", np.array([1.0, 2.0, 3.0, 5.5])),
+            _rows("a", "I love being {noun_phrase}.", "x", np.array([100.0, 200.0])),
+        ],
+        ignore_index=True,
+    )
+    lh = likelihood_bias(df).love_hate
+    assert list(lh.columns) == LOVE_HATE_COLUMNS
+    assert lh["descriptor"].tolist() == ["y", "x"]  # sorted by love_hate_diff
+    row = lh.set_index("descriptor")
+    assert row.loc["x", LOVE] == 1.0 and row.loc["y", LOVE] == 0.0
+    assert row.loc["x", HATE] == 0.25 and row.loc["y", HATE] == 0.75
+    assert row.loc["x", "love_hate_diff"] == 0.75 and row.loc["y", "love_hate_diff"] == -0.75
+    assert row[LOVE_HATE_TEMPLATES["best"]].isna().all()
+
+
+def test_love_hate_strictly_below_and_empty() -> None:
+    # odd count: median is 2.0 itself, which is not strictly below
+    df = _rows("a", LOVE, "x", np.array([1.0, 2.0, 3.0]))
+    lh = likelihood_bias(df).love_hate
+    assert lh[LOVE].tolist() == [pytest.approx(1 / 3)]
+    empty = likelihood_bias(_known_table()).love_hate
+    assert empty.empty and list(empty.columns) == LOVE_HATE_COLUMNS
+
+
+def _low_high_table() -> pd.DataFrame:
+    parts = []
+    # descriptor -> (median ppl, n tokens)
+    spec = {
+        "tiny": (1.0, 1),  # 4 chars: removed by the length filter
+        "alpha-one": (2.0, 2),
+        "bravo-two": (3.0, 2),
+        "charlie-three": (4.0, 3),  # token count 3: removed by the equal-token filter
+        "delta-four": (5.0, 2),
+        "echo-five-is-much-too-long": (8.0, 2),  # 26 chars: removed by the length filter
+        "foxtrot-six": (7.0, 2),
+    }
+    for desc, (med, _) in spec.items():
+        parts.append(_rows("ax", "t1", desc, np.array([med - 0.5, med, med + 0.5])))
+        parts.append(_rows("ax", "t2", desc, np.array([100 - med] * 3)))  # reversed order in t2
+    return pd.concat(parts, ignore_index=True), {k: v[1] for k, v in spec.items()}
+
+
+def test_low_high_descriptors_filters() -> None:
+    df, ntok = _low_high_table()
+    res = likelihood_bias(df)
+    out = low_high_descriptors(res, template="t1", n=2)
+    assert out.columns.tolist() == ["axis", "side", "rank", "descriptor", "median_ppl"]
+    low = out[out["side"] == "low"]["descriptor"].tolist()
+    high = out[out["side"] == "high"]["descriptor"].tolist()
+    assert low == ["alpha-one", "bravo-two"]
+    assert high == ["foxtrot-six", "delta-four"]
+
+    out = low_high_descriptors(res, template="t1", n=3)
+    assert out[out["side"] == "low"]["descriptor"].tolist() == ["alpha-one", "bravo-two", "charlie-three"]
+    # token counts left by the length filter: 2, 2, 3, 2, 2 -> mode 2 drops charlie-three
+    out = low_high_descriptors(res, template="t1", n=3, equal_token_count=True, token_counts=ntok)
+    assert out[out["side"] == "low"]["descriptor"].tolist() == ["alpha-one", "bravo-two", "delta-four"]
+    assert "charlie-three" not in out["descriptor"].tolist()
+
+    # no length filter: 'tiny' is the lowest; table input equals result input
+    out_df = low_high_descriptors(df, template="t1", n=1, min_chars=None, max_chars=None)
+    out_res = low_high_descriptors(res, template="t1", n=1, min_chars=None, max_chars=None)
+    pd.testing.assert_frame_equal(out_df, out_res)
+    assert out_df["descriptor"].tolist() == ["tiny", "echo-five-is-much-too-long"]
+
+    # over all templates: medians of 6 values mix t1 and t2
+    all_t = low_high_descriptors(res, n=1, min_chars=None, max_chars=None)
+    meds = df.groupby("descriptor")["perplexity"].median()
+    assert all_t["median_ppl"].tolist() == [meds.min(), meds.max()]
+    pd.testing.assert_frame_equal(all_t, low_high_descriptors(df, n=1, min_chars=None, max_chars=None))
+
+    with pytest.raises(ValueError):
+        low_high_descriptors(res, equal_token_count=True)
+    with pytest.raises(KeyError):
+        low_high_descriptors(res, equal_token_count=True, token_counts={"alpha-one": 2})
+    with pytest.raises(ValueError):
+        low_high_descriptors(res, template="nope")
+
+
+def test_missing_column_is_a_clear_error() -> None:
+    with pytest.raises(KeyError, match="perplexity"):
+        likelihood_bias(pd.DataFrame({"axis": ["a"], "template": ["t"], "descriptor": ["d"]}))
+
+
+def test_empty_result_has_columns() -> None:
+    res = likelihood_bias(_rows("a", "t", "d", np.arange(5.0)))
+    assert res.significances.empty and list(res.significances.columns) == SIGNIFICANCE_COLUMNS
+    assert res.by_axis.empty and "likelihood_bias" in res.by_axis.columns
+    assert res.n_used == 5
