@@ -24,11 +24,28 @@ class ModelConfig(BaseModel):
     name: str = Field(EMBEDDED_NAME, description="'smollm2-135m' (embedded), 'fake', a Hugging Face id or a local folder")
     device: str = Field("cpu", description="cpu, cuda, cuda:N or mps")
     dtype: str = Field("float32", description="float32 (exact, default), bfloat16 or float16")
-    kind: Literal["auto", "causal", "masked"] = "auto"
+    kind: Literal["auto", "causal", "masked", "seq2seq"] = "auto"
     batch_size: int | None = Field(None, ge=1, description="texts per forward pass; default per backend")
     start_token: str | None = Field(None, description="override the document-start token prepended before each text")
     score_first_token: bool = Field(True, description="False: reference-compatible mode, no start token, first token unscored")
     trust_remote_code: bool = False
+
+
+class RedditBiasOptions(BaseModel):
+    """Options of the ``redditbias`` suite (LMB perplexity t-test)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: Path | None = Field(None, description="RedditBias checkout (data/<bias_type>/...); none: phrases from the specifications")
+    split: Literal["test", "valid"] = "test"
+    perplexity_column: str | None = Field(None, description="evaluate this precomputed column of the paired files; no model")
+    bias_types: list[str] | None = Field(None, description="subset of bias types; default all")
+    spec_files: list[Path] = Field(default_factory=list, description="your own bias specifications (YAML/JSON)")
+    counterfactual_mode: Literal["default", "reference"] = "default"
+    reference_text: Path | None = Field(None, description="text file for LM perplexity; default humanref6k.txt under data_dir")
+    outlier_removal: Literal["auto", "on", "off"] = Field("auto", description="auto: off for the *_reduced files, on otherwise")
+    max_template_pairs: int | None = Field(400, ge=1, description="spec-only phrases: at most this many pairs per bias type")
+    max_reference_lines: int | None = Field(None, ge=1, description="LM perplexity: only the first N lines of the reference text")
 
 
 class RunConfig(BaseModel):
@@ -50,6 +67,7 @@ class RunConfig(BaseModel):
     sample: int | None = Field(6000, ge=1, description="about this many sentences, whole (axis, template, descriptor) groups")
     full: bool = Field(False, description="use every sentence (overrides sample)")
     alpha: float = Field(0.05, gt=0, lt=1)
+    redditbias: RedditBiasOptions = Field(default_factory=RedditBiasOptions)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides) -> "RunConfig":

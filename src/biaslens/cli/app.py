@@ -32,12 +32,13 @@ console = Console(stderr=True)
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from biaslens.config import ConfigError
+    from biaslens.datasets.generations import GenerationsFileError
     from biaslens.datasets.holistic import DatasetError
     from biaslens.models.base import ModelError
     from biaslens.report.run_folder import RunFolderBusy
     from biaslens.suites import UnknownSuite
 
-    return (ConfigError, DatasetError, ModelError, RunFolderBusy, UnknownSuite, FileNotFoundError)
+    return (ConfigError, DatasetError, GenerationsFileError, ModelError, RunFolderBusy, UnknownSuite, FileNotFoundError)
 
 
 def _fail(e: BaseException, code: int = 2) -> None:

@@ -115,6 +115,14 @@ class Backend(abc.ABC):
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         """Score each text; return one :class:`TokenScores` per text, same order."""
 
+    def render_prompt(self, request, params) -> str:
+        """The exact text the model sees for a generation request (it goes into the cache key)."""
+        return "\n".join((*request.context, request.prompt))
+
+    def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        """Generate one response per rendered prompt; ``seeds[i]`` seeds row i's sampling."""
+        raise ModelError(f"backend {self.info.backend!r} cannot generate text")
+
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Approximate token counts, used only to sort batches (characters by default)."""
         return [len(t) for t in texts]

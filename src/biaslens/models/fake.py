@@ -34,6 +34,9 @@ class FakeBackend(Backend):
 
     count_tokens = token_lengths
 
+    def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        return _fake_generate_impl(self, prompts, params, seeds)
+
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         self.calls += 1
         out = []
@@ -49,3 +52,27 @@ class FakeBackend(Backend):
             out.append(TokenScores(np.asarray(lps, dtype=np.float64), np.asarray(spans, dtype=np.int32).reshape(-1, 2)))
             self.scored_texts += 1
         return out
+
+
+_FAKE_WORDS = ("i'm", "so", "sorry", "to", "hear", "that", "what", "is", "it", "like", "being", "you", "are",
+               "great", "that's", "interesting", "do", "enjoy", "it", "i", "love", "hate", "people", "really",
+               "cool", "awful", "nice", "why", "how", "wonderful")
+
+
+def _fake_generate_impl(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+    """Deterministic pseudo-responses: words drawn from a small vocabulary by a hash
+    of (prompt, seed), so tests see varied, reproducible text."""
+    out = []
+    for p, s in zip(prompts, seeds):
+        if self.fail_after is not None and self.scored_texts >= self.fail_after:
+            raise RuntimeError("fake model failure (fail_after reached)")
+        seed_part = s if params.do_sample else 0
+        words = []
+        n_words = max(3, min(params.max_new_tokens, 12))
+        for i in range(n_words):
+            d = hashlib.blake2b(f"{self.seed}|{seed_part}|{i}|{p}".encode(), digest_size=4).digest()
+            words.append(_FAKE_WORDS[int.from_bytes(d, "little") % len(_FAKE_WORDS)])
+        out.append(" ".join(words).capitalize() + ".")
+        self.scored_texts += 1
+    return out
+

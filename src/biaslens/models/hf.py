@@ -115,6 +115,69 @@ class HFCausalBackend(Backend):
         return out
 
 
+    # -- generation ------------------------------------------------------
+    def _use_chat(self, params) -> bool:
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if params.chat is None:
+            return has_template
+        if params.chat and not has_template:
+            raise ModelError(f"{self.info.name}: chat=True but the tokenizer has no chat template")
+        return params.chat
+
+    def render_prompt(self, request, params) -> str:
+        if self._use_chat(params):
+            messages = []
+            if request.context:
+                messages.append({"role": "system", "content": "\n".join(request.context)})
+            messages.append({"role": "user", "content": request.prompt})
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = "\n".join((*request.context, request.prompt))
+        # plain LMs continue a document: start it the way scoring does
+        return (self.info.start_token or "") + text
+
+    def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram
+
+        tok = self.tokenizer
+        enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        width = max(len(e) for e in enc)
+        pad = self._pad_id
+        ids = torch.full((len(enc), width), pad, dtype=torch.long)
+        attn = torch.zeros((len(enc), width), dtype=torch.long)
+        for i, e in enumerate(enc):  # left padding: every response starts at column `width`
+            ids[i, width - len(e):] = torch.tensor(e, dtype=torch.long)
+            attn[i, width - len(e):] = 1
+        eos = self._eos_ids()
+        cfg = GenerationConfig(max_new_tokens=params.max_new_tokens, min_new_tokens=params.min_new_tokens or None,
+                               do_sample=False, num_beams=1 if params.do_sample else params.num_beams,
+                               pad_token_id=pad, eos_token_id=eos)
+        procs = LogitsProcessorList()
+        if params.no_repeat_ngram_size:
+            procs.append(ResponseNoRepeatNGram(params.no_repeat_ngram_size, width))
+        if params.do_sample:
+            gens = [torch.Generator().manual_seed(s) for s in seeds]
+            procs.append(PerRowSampler(gens, params.temperature, params.top_p, params.top_k))
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
+                                      generation_config=cfg, logits_processor=procs)
+        return [tok.decode(row[width:], skip_special_tokens=True).strip() for row in out.cpu().tolist()]
+
+    def _eos_ids(self) -> list[int]:
+        ids = set()
+        for src in (getattr(self.model, "generation_config", None), self.model.config):
+            e = getattr(src, "eos_token_id", None) if src is not None else None
+            if isinstance(e, int):
+                ids.add(e)
+            elif isinstance(e, (list, tuple)):
+                ids.update(int(x) for x in e)
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        return sorted(ids)
+
+
 class HFMaskedBackend(Backend):
     """Masked LMs (BERT, RoBERTa): pseudo-log-likelihood, masking one token at a time
     (Salazar et al. 2020), as the paper's B.1 setting."""
@@ -176,6 +239,52 @@ class HFMaskedBackend(Backend):
         return out
 
 
+class HFSeq2SeqBackend(Backend):
+    """Encoder-decoder models (BlenderBot, T5, BART): generation only. The response is
+    the decoder output, so HF's n-gram blocking already acts on the response alone."""
+
+    default_batch_size = 16
+
+    def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu"):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.info = info
+        self.device = device
+
+    def score_batch(self, texts: list[str]) -> list[TokenScores]:
+        raise ModelError(f"{self.info.name} is an encoder-decoder model: biaslens scores causal and masked LMs only")
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(list(texts))["input_ids"]]
+
+    count_tokens = token_lengths
+
+    def render_prompt(self, request, params) -> str:
+        # BlenderBot-style dialogue history: turns joined by newlines
+        return "\n".join((*request.context, request.prompt))
+
+    def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        from biaslens.models.generation import PerRowSampler
+
+        enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, truncation=True)
+        cfg = GenerationConfig(max_new_tokens=params.max_new_tokens, min_new_tokens=params.min_new_tokens or None,
+                               do_sample=False, num_beams=1 if params.do_sample else params.num_beams,
+                               no_repeat_ngram_size=params.no_repeat_ngram_size or None,
+                               decoder_start_token_id=self.model.config.decoder_start_token_id,
+                               pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id)
+        procs = LogitsProcessorList()
+        if params.do_sample:
+            procs.append(PerRowSampler([torch.Generator().manual_seed(s) for s in seeds],
+                                       params.temperature, params.top_p, params.top_k))
+        with torch.inference_mode():
+            out = self.model.generate(**{k: v.to(self.device) for k, v in enc.items()}, generation_config=cfg,
+                                      logits_processor=procs)
+        return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+
 def _is_masked_config(config) -> bool:
     archs = getattr(config, "architectures", None) or []
     if any("MaskedLM" in a for a in archs):
@@ -230,9 +339,14 @@ def load_hf(
                 "pass a local model folder, or 'smollm2-135m' for the embedded model")
         raise ModelError(f"cannot load model {name_or_path!r}: {hint}. ({e.__class__.__name__}: {str(e)[:200]})") from e
     if kind == "auto":
-        kind = "masked" if _is_masked_config(config) else "causal"
+        if getattr(config, "is_encoder_decoder", False):
+            kind = "seq2seq"
+        else:
+            kind = "masked" if _is_masked_config(config) else "causal"
     torch_dtype = resolve_dtype(dtype)
-    cls = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+    from transformers import AutoModelForSeq2SeqLM
+
+    cls = {"masked": AutoModelForMaskedLM, "seq2seq": AutoModelForSeq2SeqLM}.get(kind, AutoModelForCausalLM)
     try:
         model = cls.from_pretrained(name_or_path, dtype=torch_dtype, **kw)
     except (OSError, ValueError) as e:
@@ -252,4 +366,8 @@ def load_hf(
     )
     if kind == "masked":
         return HFMaskedBackend(model, tokenizer, info, device)
+    if kind == "seq2seq":
+        return HFSeq2SeqBackend(model, tokenizer, info, device)
+    if tokenizer.pad_token_id is None and tokenizer.eos_token_id is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # GPT-2 has no pad token; the mask hides it anyway
     return HFCausalBackend(model, tokenizer, info, device, score_first_token=score_first_token)

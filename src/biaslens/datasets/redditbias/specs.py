@@ -1,0 +1,185 @@
+"""RedditBias bias specifications (T1, T2, A1, A2, target pairs; paper section 2.1, appendix A).
+
+The five built-in specifications live in ``data/*.yaml``, transcribed from the paper's
+appendix. Users add their own as YAML or JSON files with the same fields; they are
+validated here and every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from biaslens.datasets.holistic.schema import DatasetError
+
+BUILTIN_DIR = Path(__file__).with_name("data")
+#: the paper's order (Figure 1)
+BUILTIN_NAMES = ("religion1", "religion2", "race", "gender", "orientation")
+
+
+class RedditBiasError(DatasetError):
+    """A RedditBias specification or data file is malformed; the message names file and field."""
+
+
+Direction = Literal["to_dominant", "to_minoritized"]
+
+
+class BiasSpec(BaseModel):
+    """One bias specification.
+
+    Attributes:
+        name: short id, e.g. ``religion1``; also the data folder name.
+        minoritized: minoritized group name as used in file names (``jews``, ``black``).
+        dominant: dominant group name as used in file names (``christians``, ``white``).
+        T1, T2: target phrases of the minoritized / dominant group, paired by position.
+        A1, A2: stereotypical (negative) attributes and their non-stereotypical counterparts;
+            ``*`` is a wildcard for any word ending (``greed*``).
+        target_pairs: (t1, t2) terms swapped to build counterfactuals. Surrounding spaces are
+            kept: they matter to the reference-compatible substring swap.
+        attribute_pairs: (a1, a2) terms for the attribute swap; default A1 and A2 paired by
+            position when they have the same length.
+        swap_directions: ``to_dominant`` (t1 -> t2) and/or ``to_minoritized`` (t2 -> t1); the
+            reference swaps race and religion both ways, gender and orientation one way.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    minoritized: str = Field(min_length=1)
+    dominant: str = Field(min_length=1)
+    T1: list[str] = Field(min_length=1)
+    T2: list[str] = Field(min_length=1)
+    A1: list[str] = Field(min_length=1)
+    A2: list[str] = Field(min_length=1)
+    target_pairs: list[tuple[str, str]] = Field(min_length=1)
+    attribute_pairs: list[tuple[str, str]] | None = None
+    swap_directions: list[Direction] = Field(default_factory=lambda: ["to_dominant"], min_length=1)
+
+    @field_validator("T1", "T2", "A1", "A2")
+    @classmethod
+    def _no_empty_terms(cls, v: list[str]) -> list[str]:
+        for i, term in enumerate(v):
+            if not str(term).strip():
+                raise ValueError(f"entry {i} is empty")
+        return [str(t) for t in v]
+
+    @field_validator("target_pairs", "attribute_pairs")
+    @classmethod
+    def _no_empty_pairs(cls, v):
+        for i, (a, b) in enumerate(v or []):
+            if not a.strip() or not b.strip():
+                raise ValueError(f"pair {i} has an empty term")
+        return v
+
+    @model_validator(mode="after")
+    def _paired_lengths(self) -> "BiasSpec":
+        if len(self.T1) != len(self.T2):
+            raise ValueError(f"T1 has {len(self.T1)} phrases but T2 has {len(self.T2)}; they are paired by position")
+        return self
+
+    def attribute_swap_pairs(self) -> list[tuple[str, str]]:
+        """(a1, a2) pairs for the attribute swap (a1 may keep its ``*`` wildcard)."""
+        if self.attribute_pairs is not None:
+            pairs = self.attribute_pairs
+        elif len(self.A1) == len(self.A2):
+            pairs = list(zip(self.A1, self.A2))
+        else:
+            raise RedditBiasError(
+                f"specification {self.name!r}: A1 ({len(self.A1)}) and A2 ({len(self.A2)}) differ in length, "
+                "so attribute pairs cannot be inferred; add 'attribute_pairs' to the specification")
+        return [(a, b.rstrip("*")) for a, b in pairs]
+
+    def matches_attribute(self, word: str, which: Literal["A1", "A2"] = "A1") -> str | None:
+        """The attribute of A1 (or A2) that ``word`` matches, honouring ``*`` wildcards, else None."""
+        word = word.lower()
+        for pattern in getattr(self, which):
+            if attribute_regex(pattern).fullmatch(word):
+                return pattern
+        return None
+
+    def find_attributes(self, text: str, which: Literal["A1", "A2"] = "A1") -> list[str]:
+        """Attributes of A1 (or A2) that occur in ``text`` as whole words (wildcards allowed)."""
+        low = text.lower()
+        return [p for p in getattr(self, which) if attribute_regex(p, whole_word=True).search(low)]
+
+
+@lru_cache(maxsize=4096)
+def attribute_regex(pattern: str, whole_word: bool = False) -> re.Pattern:
+    """Regex of an attribute: ``greed*`` matches greed, greedy, greediness (one word ending).
+
+    >>> bool(attribute_regex("greed*").fullmatch("greedy"))
+    True
+    """
+    body = re.escape(pattern.lower().rstrip("*"))
+    if pattern.endswith("*"):
+        body += r"[\w'-]*"
+    return re.compile(rf"(?<!\w){body}(?!\w)" if whole_word else body)
+
+
+def _read_mapping(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RedditBiasError(f"{path}: cannot read: {e}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise RedditBiasError(f"{path}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+        raise RedditBiasError(f"{path}:{where} invalid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise RedditBiasError(f"{path}: expected a mapping of specification fields, got {type(data).__name__}")
+    return data
+
+
+def load_spec(path: str | Path) -> BiasSpec:
+    """Read and validate one specification file (YAML or JSON).
+
+    Raises:
+        RedditBiasError: naming the file and each invalid field.
+    """
+    path = Path(path)
+    data = _read_mapping(path)
+    try:
+        return BiasSpec.model_validate(data)
+    except ValidationError as e:
+        msgs = [f"{path}: field '{'.'.join(str(p) for p in err['loc']) or '(top level)'}': {err['msg']}"
+                for err in e.errors()]
+        raise RedditBiasError("\n".join(msgs)) from None
+
+
+@lru_cache(maxsize=None)
+def builtin_spec(name: str) -> BiasSpec:
+    """One of the five built-in specifications by name."""
+    if name not in BUILTIN_NAMES:
+        raise RedditBiasError(f"unknown bias type {name!r}; built in: {', '.join(BUILTIN_NAMES)}")
+    return load_spec(BUILTIN_DIR / f"{name}.yaml")
+
+
+def builtin_specs() -> dict[str, BiasSpec]:
+    """All built-in specifications in the paper's order."""
+    return {n: builtin_spec(n) for n in BUILTIN_NAMES}
+
+
+def resolve_specs(names: list[str] | None = None, extra_files: list[Path] | None = None) -> dict[str, BiasSpec]:
+    """Built-in specifications (all, or those named) plus user files; a user file replaces a
+    built-in of the same name."""
+    specs = builtin_specs()
+    for f in extra_files or []:
+        spec = load_spec(f)
+        specs[spec.name] = spec
+    if names:
+        unknown = [n for n in names if n not in specs]
+        if unknown:
+            raise RedditBiasError(f"unknown bias type(s) {unknown}; choose from {', '.join(specs)}")
+        specs = {n: specs[n] for n in names}
+    return specs
