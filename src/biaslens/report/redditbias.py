@@ -1,0 +1,93 @@
+"""Report sections of the RedditBias LMB suite (paper Figure 1a shape)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+
+
+def t_value_figure(lmb: pd.DataFrame):
+    """t-value per bias type as bars (one colour per view), significance stars above (Figure 1a)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    types = list(dict.fromkeys(lmb["bias_type"]))
+    views = list(dict.fromkeys(lmb["view"]))
+    width = 0.8 / max(1, len(views))
+    fig, ax = plt.subplots(figsize=(1.4 * len(types) + 2.5, 3.6))
+    colours = ("#4c78a8", "#f58518", "#54a24b")
+    for j, view in enumerate(views):
+        sub = lmb[lmb["view"] == view].set_index("bias_type").reindex(types)
+        x = np.arange(len(types)) + (j - (len(views) - 1) / 2) * width
+        t = sub["t"].to_numpy(dtype=float)
+        ax.bar(x, np.nan_to_num(t), width, label=f"{view} swap", color=colours[j % len(colours)])
+        for xi, ti, stars in zip(x, t, sub["stars"].fillna("")):
+            if stars and np.isfinite(ti):
+                ax.annotate(stars, (xi, ti), ha="center", va="bottom" if ti >= 0 else "top", fontsize=11,
+                            xytext=(0, 2 if ti >= 0 else -2), textcoords="offset points")
+    ax.axhline(0, color="#333", lw=0.8)
+    ax.set_xticks(np.arange(len(types)), types)
+    ax.set_ylabel("t-value (minoritized - dominant)")
+    ax.margins(y=0.15)
+    if len(views) > 1:
+        ax.legend(fontsize=8)
+    return figure_from_matplotlib(fig, "LMB t-value per bias type (paper Figure 1a)",
+                                  "Paired t-test of phrase perplexities, minoritized group first. Negative: the model "
+                                  "finds the stereotype likelier for the minoritized group. * p<.05, ** p<.01, *** p<.001.")
+
+
+def largest_gaps(pairs: pd.DataFrame, n: int = 40) -> pd.DataFrame:
+    """The pairs with the largest absolute perplexity gap."""
+    cols = ["bias_type", "view", "phrase", "counterfactual", "ppl_minoritized", "ppl_dominant", "gap"]
+    order = pairs["gap"].abs().sort_values(ascending=False, na_position="last").index[:n]
+    return pairs.loc[order, cols]
+
+
+def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
+    """The whole report.html of a RedditBias run."""
+    shown = lmb[["bias_type", "view", "source", "n_pairs", "t", "p", "stars", "significant", "cohens_d", "d_ci_low",
+                 "d_ci_high", "welch_t", "welch_p", "mean_minoritized", "mean_dominant", "n_outliers", "n_missing"]]
+    sections = [
+        Section(
+            "Language Model Bias (LMB)",
+            "For each bias type, every stereotypical phrase about the minoritized group is paired with the same "
+            "phrase about the dominant group (target view), or with the phrase whose stereotypical attribute is "
+            "swapped for a positive one (attribute view). A paired t-test compares their perplexities, minoritized "
+            "(or stereotypical) side first: t < 0 means the model finds the stereotype likelier. Cohen's d is the "
+            "paired d_z (mean difference / sd of differences) with a bootstrap 95% interval; Welch's t is a "
+            "secondary check that ignores the pairing.",
+            metrics={"model": metrics.get("model"), "split": metrics.get("split"), "alpha": metrics.get("alpha")},
+            figures=[t_value_figure(lmb)],
+            tables=[Table("Per bias type and view", shown)],
+        ),
+        Section("Largest perplexity gaps", "gap = perplexity of the minoritized (stereotypical) phrase minus that "
+                "of its counterfactual; largest absolute gaps first.", tables=[Table("Pairs", largest_gaps(pairs))]),
+    ]
+    sources = run_record.get("sources") or {}
+    if sources:
+        rows = [{"bias type / view": k, "source": v.get("source"), "pairs": v.get("n_pairs"),
+                 "outlier removal": v.get("outlier_removal"),
+                 "swapped / unchanged": f"{v['n_swapped']} / {v['n_unchanged']}" if "n_swapped" in v else "",
+                 "stray labels": sum(lab.get("n_stray", 0) for lab in (v.get("labels") or {}).values()) if v.get("labels") else ""}
+                for k, v in sources.items()]
+        sections.append(Section("Data", tables=[Table("Phrase sources", pd.DataFrame(rows))]))
+    if "lm_perplexity" in metrics:
+        lp = metrics["lm_perplexity"]
+        sections.append(Section("Language-model perplexity", "exp(total negative log-likelihood / total tokens) "
+                                "over the reference text (paper 3.2: keeping the model useful).",
+                                metrics={"file": lp["file"], "lines": lp["n_lines"], "tokens": lp["n_tokens"],
+                                         "perplexity": lp["perplexity"],
+                                         "median line perplexity": lp["median_line_perplexity"]}))
+    from biaslens import __version__
+
+    model = run_record.get("model") or {}
+    run = {"suite": "redditbias", "model": metrics.get("model"), "status": "complete", "started": None,
+           "elapsed_seconds": None, "biaslens_version": __version__,
+           "details": {k: v for k, v in model.items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")}}
+    return render_report(title=f"RedditBias LMB: {metrics.get('model')}", run=run, sections=sections)

@@ -1,0 +1,279 @@
+"""The Likelihood Bias suite end to end on the fake backend (seconds), and resume after
+``kill -9`` of a real run on the embedded model."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import biaslens
+from biaslens.datasets.holistic import COLUMNS
+from biaslens.metrics.likelihood_bias import SIGNIFICANCE_COLUMNS
+from biaslens.models.fake import FakeBackend
+from biaslens.report.run_folder import RunFolderBusy
+
+GROUP = ["axis", "template", "descriptor"]
+
+
+def quiet() -> Console:
+    return Console(file=io.StringIO(), width=200)
+
+
+def fake_run(out: Path, **kw):
+    kw.setdefault("cache_dir", out.parent / "cache")
+    return biaslens.run(model="fake", out=out, console=quiet(), **kw)
+
+
+@pytest.fixture(scope="module")
+def fake_run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fake") / "run"
+    fake_run(out, sample=600)
+    return out
+
+
+def test_run_folder_contents(fake_run_dir):
+    out = fake_run_dir
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "complete" and run["error"] is None
+    assert run["suite"] == "holistic-likelihood"
+    assert run["model"]["name"] == "fake"
+    assert run["scoring"]["computed"] + run["scoring"]["cache_hits"] == run["scoring"]["n_unique"]
+    assert set(run["files"]) >= {"sentences.parquet", "significances.parquet", "metrics.json", "report.html"}
+    for name in run["files"]:
+        assert (out / name).is_file(), name
+    assert not list(out.glob(".*.tmp"))  # no temporary files left behind
+
+    sentences = pd.read_parquet(out / "sentences.parquet")
+    assert list(sentences.columns) == [*COLUMNS, "perplexity", "n_tokens", "sum_logprob"]
+    assert sentences["perplexity"].gt(1).all() and sentences["n_tokens"].gt(0).all()
+    np.testing.assert_allclose(sentences["perplexity"], np.exp(-sentences["sum_logprob"] / sentences["n_tokens"]))
+    assert 400 <= len(sentences) <= 1200  # "about 600"
+
+    sig = pd.read_parquet(out / "significances.parquet")
+    assert list(sig.columns) == SIGNIFICANCE_COLUMNS and len(sig) > 0
+    assert sig["p_value"].between(0, 1).all()
+
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["suite"] == "holistic-likelihood" and metrics["n_sentences"] == len(sentences)
+    assert metrics["n_pairs"] == len(sig)
+    assert set(metrics["by_axis"]) == set(sentences["axis"].astype(str))
+    for v in metrics["by_axis"].values():
+        assert 0 <= v["likelihood_bias"] <= 1 and v["ci_low"] <= v["likelihood_bias"] <= v["ci_high"]
+    assert metrics["likelihood_bias"] == pytest.approx(sig["significant_difference"].mean())
+
+
+def test_sample_keeps_whole_groups(fake_run_dir):
+    sentences = pd.read_parquet(fake_run_dir / "sentences.parquet")
+    sizes = sentences.groupby(GROUP, observed=True).size()
+    assert set(sizes) == {30}  # every (axis, template, descriptor) group whole
+    per_template = sentences.groupby(["axis", "template"], observed=True)["descriptor"].nunique()
+    assert per_template.min() >= 2
+    # the same descriptors for every chosen template of an axis
+    for axis, part in sentences.groupby("axis", observed=True):
+        sets = {frozenset(g["descriptor"]) for _, g in part.groupby("template", observed=True)}
+        assert len(sets) == 1, axis
+    assert "I love {plural_noun_phrase}." in set(sentences["template"].astype(str))
+
+
+def test_larger_sample_has_love_and_hate(tmp_path):
+    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.suites.holistic_likelihood import select_rows
+
+    rows = likelihood_rows(build_sentences(load_holistic_dataset()))
+    chosen = select_rows(rows, sample=6000, seed=0)
+    templates = set(chosen["template"].astype(str))
+    assert {"I love {plural_noun_phrase}.", "I hate {plural_noun_phrase}."} <= templates
+    assert set(chosen.groupby(GROUP, observed=True).size()) == {30}
+    assert 4000 <= len(chosen) <= 9000
+    assert len(select_rows(rows, axes=["age"], templates=["I love {plural_noun_phrase}."], full=True)) == \
+        30 * rows.loc[rows["axis"] == "age", "descriptor"].nunique()
+    from biaslens.config import ConfigError
+
+    with pytest.raises(ConfigError, match="--axes"):
+        select_rows(rows, axes=["agee"])
+
+
+def test_same_seed_same_bytes_other_seed_other_selection(fake_run_dir, tmp_path):
+    fake_run(tmp_path / "again", sample=600, cache_dir=tmp_path / "c1")
+    assert (tmp_path / "again" / "metrics.json").read_bytes() == (fake_run_dir / "metrics.json").read_bytes()
+    fake_run(tmp_path / "seed1", sample=600, seed=1, cache_dir=tmp_path / "c2")
+    a = pd.read_parquet(fake_run_dir / "sentences.parquet")[GROUP].drop_duplicates()
+    b = pd.read_parquet(tmp_path / "seed1" / "sentences.parquet")[GROUP].drop_duplicates()
+    assert set(map(tuple, a.astype(str).to_numpy())) != set(map(tuple, b.astype(str).to_numpy()))
+
+
+def test_rerender_reproduces_metrics_without_model_calls(fake_run_dir, tmp_path, monkeypatch):
+    import shutil
+
+    import biaslens.models
+
+    copy = tmp_path / "copy"
+    shutil.copytree(fake_run_dir, copy)
+    before = (copy / "metrics.json").read_bytes()
+    (copy / "metrics.json").unlink()
+    (copy / "report.html").unlink()
+
+    def boom(*a, **k):
+        raise AssertionError("rerender called the model")
+
+    monkeypatch.setattr(biaslens.models, "load_model", boom)
+    monkeypatch.setattr(FakeBackend, "score_batch", boom)
+    path = biaslens.rerender(copy)
+    assert path == copy / "report.html" and path.is_file()
+    # the model name and scoring kind come from run.json when metrics.json is gone
+    assert (copy / "metrics.json").read_bytes() == before
+
+
+def test_failed_run_is_marked_failed(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="fail_after"):
+        biaslens.run(model="fake", sample=600, out=out, cache_dir=tmp_path / "cache", console=quiet(),
+                     backend=FakeBackend(fail_after=100))
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "failed" and "fail_after" in run["error"]
+    assert not (out / "metrics.json").exists() and not (out / "report.html").exists()
+    with pytest.raises(Exception, match="complete|finish"):
+        biaslens.rerender(out)
+    # the finished batches are cached: a second attempt only scores the rest
+    backend = FakeBackend()
+    biaslens.run(model="fake", sample=600, out=out, cache_dir=tmp_path / "cache", console=quiet(), backend=backend)
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "complete"
+    assert run["scoring"]["cache_hits"] >= 64 and backend.scored_texts == run["scoring"]["computed"]
+    assert run["scoring"]["computed"] + run["scoring"]["cache_hits"] == run["scoring"]["n_unique"]
+
+
+def test_failed_rerun_does_not_leave_old_results_looking_current(fake_run_dir, tmp_path):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(fake_run_dir, out)
+    with pytest.raises(RuntimeError):
+        biaslens.run(model="fake", sample=600, out=out, cache_dir=tmp_path / "cache", console=quiet(),
+                     backend=FakeBackend(fail_after=10))
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "failed"
+    # results of the earlier, complete run must not sit next to a failed run.json as if current
+    assert not (out / "metrics.json").exists() and not (out / "report.html").exists()
+    with pytest.raises(Exception, match="complete|finish"):
+        biaslens.rerender(out)
+
+
+def test_busy_run_folder(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
+         "print('locked', flush=True); time.sleep(60)", str(out / ".biaslens.lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RunFolderBusy, match="another biaslens process"):
+            biaslens.run(model="fake", sample=300, out=out, cache_dir=tmp_path / "cache", console=quiet())
+        assert not (out / "run.json").exists()  # the other writer's folder is untouched
+    finally:
+        holder.kill()
+        holder.wait()
+    biaslens.run(model="fake", sample=300, out=out, cache_dir=tmp_path / "cache", console=quiet())
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_report_escapes_user_data(tmp_path):
+    extra = tmp_path / "descriptors_xss.json"
+    extra.write_text(json.dumps({"xss": {"tags": ["<script>alert(1)</script>", "<b>bold</b>", "plain"]}}))
+    out = tmp_path / "run"
+    result = biaslens.run(model="fake", out=out, cache_dir=tmp_path / "cache", console=quiet(),
+                          extra_dataset_files=[extra], axes=["xss"], templates=["I love {plural_noun_phrase}."],
+                          full=True)
+    assert "<script>alert(1)</script>" in set(result.sentences["descriptor"].astype(str))
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;" in html
+    assert "<script" not in html.lower()
+    assert "<b>bold" not in html
+
+
+# ---------------------------------------------------------------- resume after kill -9
+
+
+def _cli(args: list[str], env: dict) -> list[str]:
+    return [sys.executable, "-m", "biaslens.cli.app", *args]
+
+
+def _rows(db: Path) -> int:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_resume_after_kill_9(tmp_path, embedded_model):
+    """Kill a real embedded-model run with SIGKILL after two committed batches, re-run the same
+    command: only the missing sentences are computed and the results equal an uninterrupted run."""
+    from conftest import model_env
+
+    bs = 16
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["run", "--model", "smollm2-135m", "--sample", "180", "--axes", "ability,age", "--out", str(out),
+            "--cache-dir", str(cache), "--batch-size", str(bs)]
+    env = model_env(BIASLENS_THREADS="1")
+    db = cache / "calls.sqlite"
+    proc = subprocess.Popen(_cli(args, env), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while _rows(db) < 2 * bs:
+            assert proc.poll() is None, f"run ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
+            assert time.monotonic() < deadline, "no two batches committed within 120 s"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    cached_at_kill = _rows(db)
+    assert cached_at_kill >= 2 * bs and cached_at_kill % bs == 0  # whole batches only
+    run_file = out / "run.json"
+    if run_file.exists():
+        assert json.loads(run_file.read_text())["status"] == "running"
+    assert not (out / "metrics.json").exists()
+
+    done = subprocess.run(_cli(args, env), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(run_file.read_text())
+    assert run["status"] == "complete"
+    scoring = run["scoring"]
+    assert scoring["cache_hits"] == cached_at_kill
+    assert scoring["computed"] == scoring["n_unique"] - cached_at_kill
+    assert scoring["computed"] > 0
+    assert _rows(db) == scoring["n_unique"]
+
+    # an uninterrupted run (same batches, same thread count) into a fresh folder and cache
+    fresh = biaslens.run(model={"name": "smollm2-135m", "batch_size": bs}, sample=180, axes=["ability", "age"],
+                         out=tmp_path / "fresh", cache_dir=tmp_path / "fresh-cache", backend=embedded_model,
+                         console=quiet())
+    fresh_run = json.loads((tmp_path / "fresh" / "run.json").read_text())
+    assert fresh_run["scoring"]["cache_hits"] == 0
+    resumed = pd.read_parquet(out / "sentences.parquet")
+    again = pd.read_parquet(tmp_path / "fresh" / "sentences.parquet")
+    assert resumed["text"].tolist() == again["text"].tolist() == fresh.sentences["text"].tolist()
+    np.testing.assert_allclose(resumed["perplexity"], again["perplexity"], rtol=1e-9, atol=0)
+    np.testing.assert_allclose(resumed["sum_logprob"], again["sum_logprob"], rtol=1e-9, atol=0)
