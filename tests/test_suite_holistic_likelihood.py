@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 import biaslens
+from biaslens.api import RunNotComplete
 from biaslens.datasets.holistic import COLUMNS
 from biaslens.metrics.likelihood_bias import SIGNIFICANCE_COLUMNS
 from biaslens.models.fake import FakeBackend
@@ -144,7 +145,7 @@ def test_failed_run_is_marked_failed(tmp_path):
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "failed" and "fail_after" in run["error"]
     assert not (out / "metrics.json").exists() and not (out / "report.html").exists()
-    with pytest.raises(Exception, match="complete|finish"):
+    with pytest.raises((RunNotComplete, FileNotFoundError), match="complete|finish"):
         biaslens.rerender(out)
     # the finished batches are cached: a second attempt only scores the rest
     backend = FakeBackend()
@@ -167,7 +168,7 @@ def test_failed_rerun_does_not_leave_old_results_looking_current(fake_run_dir, t
     assert run["status"] == "failed"
     # results of the earlier, complete run must not sit next to a failed run.json as if current
     assert not (out / "metrics.json").exists() and not (out / "report.html").exists()
-    with pytest.raises(Exception, match="complete|finish"):
+    with pytest.raises((RunNotComplete, FileNotFoundError), match="complete|finish"):
         biaslens.rerender(out)
 
 

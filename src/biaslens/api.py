@@ -26,6 +26,10 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
     return get_suite(cfg.suite)(cfg, backend=backend, console=console)
 
 
+class RunNotComplete(ValueError):
+    """The run folder's run.json does not say "complete" (still running, killed or failed)."""
+
+
 def rerender(run_dir: str | Path, *, console=None) -> Path:
     """Recompute metrics and report.html from a finished run folder, without model calls."""
     import json
@@ -36,6 +40,9 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
 
     run_dir = Path(run_dir)
     record = read_run(run_dir)
+    if record.get("status") != "complete":
+        raise RunNotComplete(f"{run_dir}: run status is {record.get('status')!r}, not 'complete'; "
+                             "re-run the same command to finish it before re-rendering")
     if record.get("suite") != "holistic-likelihood":
         raise ValueError(f"{run_dir}: re-rendering suite {record.get('suite')!r} is not supported yet")
     sentences_path = run_dir / "sentences.parquet"
@@ -49,7 +56,9 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
     analysis, metrics = analyse(rows, alpha=cfg.get("alpha", 0.05))
     old = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}
     metrics["model"] = old.get("model", (record.get("model") or {}).get("name"))
-    metrics["scoring"] = old.get("scoring", "")
+    masked = (record.get("model") or {}).get("kind") == "masked"
+    metrics["scoring"] = old.get("scoring", "pseudo-log-likelihood (SEAT-style templates)" if masked
+                                 else "causal log-likelihood")
     write_json(run_dir / "metrics.json", metrics)
     html = render(run_dir, analysis=analysis, sentences=rows, metrics=metrics, run_record=record)
     (run_dir / "report.html").write_text(html, encoding="utf-8")

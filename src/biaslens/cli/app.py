@@ -31,6 +31,7 @@ console = Console(stderr=True)
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from biaslens.api import RunNotComplete
     from biaslens.config import ConfigError
     from biaslens.datasets.generations import GenerationsFileError
     from biaslens.datasets.holistic import DatasetError
@@ -38,7 +39,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from biaslens.report.run_folder import RunFolderBusy
     from biaslens.suites import UnknownSuite
 
-    return (ConfigError, DatasetError, GenerationsFileError, ModelError, RunFolderBusy, UnknownSuite, FileNotFoundError)
+    return (ConfigError, DatasetError, GenerationsFileError, ModelError, RunFolderBusy, RunNotComplete, UnknownSuite,
+            FileNotFoundError)
 
 
 def _fail(e: BaseException, code: int = 2) -> None:
@@ -94,6 +96,14 @@ def run(
     cache_dir: Optional[Path] = typer.Option(None, help="Call-cache folder (default ~/.cache/biaslens)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
     alpha: Optional[float] = typer.Option(None, help="Significance level [default 0.05]."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="redditbias: a RedditBias checkout (data/<bias_type>/...); without it, phrases come from the bias specifications."),
+    split: Optional[str] = typer.Option(None, "--split", help="redditbias: paired files to use, test or valid [default test]."),
+    perplexity_column: Optional[str] = typer.Option(None, "--perplexity-column", help="redditbias: evaluate this precomputed column of the paired files (no model), e.g. perplexity."),
+    bias_types: Optional[str] = typer.Option(None, "--bias-types", help="redditbias: comma-separated bias types [default all: religion1,religion2,race,gender,orientation]."),
+    spec_file: Optional[list[Path]] = typer.Option(None, "--spec-file", help="redditbias: your own bias specification, YAML or JSON (repeatable)."),
+    counterfactual_mode: Optional[str] = typer.Option(None, "--counterfactual-mode", help="redditbias: default (word boundaries, case kept) or reference (lowercase substring swap)."),
+    outlier_removal: Optional[str] = typer.Option(None, "--outlier-removal", help="redditbias: auto (off for the *_reduced files), on or off."),
+    reference_text: Optional[Path] = typer.Option(None, "--reference-text", help="redditbias: text file for LM perplexity [default humanref6k.txt under --data-dir]."),
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
     _guard(_run, **locals())
@@ -129,6 +139,14 @@ def _run(**a):
         overrides["templates"] = [s.strip() for s in a["templates"].split("|") if s.strip()]
     if a["extra_dataset_file"]:
         overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
+    rb: dict = {k: a[k] for k in ("data_dir", "split", "perplexity_column", "counterfactual_mode", "outlier_removal",
+                                  "reference_text") if a[k] is not None}
+    if a["bias_types"]:
+        rb["bias_types"] = [s.strip() for s in a["bias_types"].split(",") if s.strip()]
+    if a["spec_file"]:
+        rb["spec_files"] = list(a["spec_file"])
+    if rb:
+        overrides["redditbias"] = rb
     cfg = RunConfig.from_yaml(a["config"], **overrides) if a["config"] else RunConfig.validated(overrides, source="flags")
     api_run(cfg, console=console)
 

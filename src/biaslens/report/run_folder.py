@@ -89,6 +89,7 @@ class RunFolder:
             raise RunFolderBusy(
                 f"another biaslens process is writing {self.path}; wait for it to finish or choose another --out"
             ) from None
+        self._remove_previous_outputs()
         self._log_handler = logging.FileHandler(self.path / "run.log", mode="a", encoding="utf-8")
         self._log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self._log_handler.setLevel(logging.INFO)
@@ -111,6 +112,21 @@ class RunFolder:
                 self._log_handler.close()
             if self._lock is not None:
                 self._lock.release()
+
+    def _remove_previous_outputs(self) -> None:
+        """Delete the result files an earlier run listed in this folder's run.json, so a
+        re-run that fails never leaves the old metrics/report next to its own run.json."""
+        try:
+            previous = json.loads((self.path / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        names = previous.get("files") if isinstance(previous, dict) else None
+        for name in names if isinstance(names, list) else []:
+            if isinstance(name, str) and name and Path(name).name == name and name not in ("run.json", "run.log"):
+                try:
+                    (self.path / name).unlink()
+                except OSError:
+                    pass
 
     def _write_run_json(self, status: str, error: str | None = None) -> None:
         data = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,9 @@ from biaslens.engine.cache import CallCache
 from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats, score_texts
 from biaslens.metrics import LOVE_HATE_TEMPLATES, likelihood_bias
-from biaslens.models import Backend, load_model
-from biaslens.paths import cache_dir
+from biaslens.models import Backend
 from biaslens.report.run_folder import RunFolder
+from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
 
 log = logging.getLogger(__name__)
 
@@ -121,24 +120,12 @@ def seat_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _open_cache(config: RunConfig) -> CallCache | None:
-    if not config.use_cache:
-        return None
-    root = Path(config.cache_dir) if config.cache_dir else cache_dir()
-    return CallCache(root / "calls.sqlite")
-
-
-def _default_out(config: RunConfig) -> Path:
-    model = Path(config.model.name).name.replace("/", "_") or "model"
-    return Path("runs") / f"{config.suite}-{model}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
 def run_holistic_likelihood(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
     """Run the Likelihood Bias suite end to end and write the run folder."""
     from rich.console import Console
 
     console = console or Console(stderr=True)
-    out = Path(config.out) if config.out else _default_out(config)
+    out = out_dir(config)
     with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
         with folder.timer("dataset"):
             dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
@@ -148,22 +135,17 @@ def run_holistic_likelihood(config: RunConfig, *, backend: Backend | None = None
         if rows.empty:
             raise ConfigError("no sentences selected: check --axes/--templates")
         with folder.timer("model_load"):
-            backend = backend or load_model(config.model.name, device=config.model.device, dtype=config.model.dtype,
-                                            kind=config.model.kind, start_token=config.model.start_token,
-                                            score_first_token=config.model.score_first_token,
-                                            trust_remote_code=config.model.trust_remote_code)
+            backend = backend or backend_from_config(config)
         masked = backend.info.kind == "masked"
         if masked:
             rows = seat_rows(rows)
-        folder.record["model"] = {"backend": backend.info.backend, "name": backend.info.name, "kind": backend.info.kind,
-                                  "weights_hash": backend.info.weights_hash, "dtype": backend.info.dtype,
-                                  "start_token": backend.info.start_token, **backend.info.extra}
+        folder.record["model"] = model_record(backend)
         n_groups = rows.groupby(_GROUP, observed=True).ngroups
         console.print(f"[bold]holistic-likelihood[/bold]: {len(rows):,} sentences "
                       f"({n_groups:,} axis/template/descriptor groups, {rows['axis'].nunique()} axes, "
                       f"{rows['template'].nunique()} templates) on [bold]{backend.info.name}[/bold]"
                       f" ({'pseudo-log-likelihood' if masked else 'start token ' + repr(backend.info.start_token)})")
-        cache = _open_cache(config)
+        cache = open_cache(config)
         stats = ScoringStats()
         texts = rows["text"].astype(str).tolist()
         with folder.timer("scoring"), progress_reporter(console, "scoring sentences", total=len(set(texts))) as report:

@@ -249,13 +249,14 @@ def _print_summary(console, lmb: pd.DataFrame, metrics: dict, out: Path) -> None
     from rich.table import Table
 
     table = Table(title=f"RedditBias LMB ({metrics['model']})")
-    for col in ("bias type", "view", "pairs", "t", "p", "", "d [95% CI]", "Welch t"):
-        table.add_column(col, justify="left" if col in ("bias type", "view", "") else "right")
+    for col in ("bias type", "view", "pairs", "t", "p", "d [95% CI]"):
+        table.add_column(col, justify="left" if col in ("bias type", "view") else "right", no_wrap=True)
     for r in lmb.itertuples(index=False):
-        table.add_row(r.bias_type, r.view, f"{r.n_pairs:,}", f"{r.t:+.3f}", f"{r.p:.3g}", r.stars,
-                      f"{r.cohens_d:+.2f} [{r.d_ci_low:+.2f},{r.d_ci_high:+.2f}]", f"{r.welch_t:+.3f}")
+        table.add_row(r.bias_type, r.view, f"{r.n_pairs:,}", f"{r.t:+.3f}", f"{r.p:.2g}{r.stars}",
+                      f"{r.cohens_d:+.2f} [{r.d_ci_low:+.2f},{r.d_ci_high:+.2f}]")
     console.print(table)
     if "lm_perplexity" in metrics:
         console.print(f"LM perplexity on {metrics['lm_perplexity']['file']}: {metrics['lm_perplexity']['perplexity']:.2f}")
+    console.print("Welch's t and every other number: lmb.csv and metrics.json")
     console.print("t < 0: the minoritized group's phrases are likelier (bias against it); * p<.05 ** p<.01 *** p<.001")
     console.print(f"report: [bold]{out / 'report.html'}[/bold]")
