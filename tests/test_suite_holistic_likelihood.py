@@ -123,16 +123,18 @@ def test_rerender_reproduces_metrics_without_model_calls(fake_run_dir, tmp_path,
     copy = tmp_path / "copy"
     shutil.copytree(fake_run_dir, copy)
     before = (copy / "metrics.json").read_bytes()
-    (copy / "metrics.json").unlink()
-    (copy / "report.html").unlink()
 
     def boom(*a, **k):
         raise AssertionError("rerender called the model")
 
     monkeypatch.setattr(biaslens.models, "load_model", boom)
     monkeypatch.setattr(FakeBackend, "score_batch", boom)
+    (copy / "report.html").unlink()
     path = biaslens.rerender(copy)
     assert path == copy / "report.html" and path.is_file()
+    assert (copy / "metrics.json").read_bytes() == before
+    (copy / "metrics.json").unlink()
+    biaslens.rerender(copy)
     # the model name and scoring kind come from run.json when metrics.json is gone
     assert (copy / "metrics.json").read_bytes() == before
 
@@ -209,7 +211,7 @@ def test_report_escapes_user_data(tmp_path):
 # ---------------------------------------------------------------- resume after kill -9
 
 
-def _cli(args: list[str], env: dict) -> list[str]:
+def _cli(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "biaslens.cli.app", *args]
 
 
@@ -236,7 +238,7 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
             "--cache-dir", str(cache), "--batch-size", str(bs)]
     env = model_env(BIASLENS_THREADS="1")
     db = cache / "calls.sqlite"
-    proc = subprocess.Popen(_cli(args, env), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(_cli(args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while _rows(db) < 2 * bs:
@@ -257,7 +259,7 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
         assert json.loads(run_file.read_text())["status"] == "running"
     assert not (out / "metrics.json").exists()
 
-    done = subprocess.run(_cli(args, env), env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(_cli(args), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     run = json.loads(run_file.read_text())
     assert run["status"] == "complete"

@@ -332,9 +332,12 @@ def load_hf(
     try:
         config = AutoConfig.from_pretrained(name_or_path, **kw)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kw)
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: a folder without a usable config.json
         local = Path(name_or_path).exists()
-        hint = ("the folder has no config.json/tokenizer" if local else
+        # Hub ids are "name" or "owner/name"; anything else is meant as a folder
+        looks_like_path = name_or_path.startswith(("/", ".", "~")) or name_or_path.count("/") > 1
+        hint = ("the folder has no usable config.json/tokenizer" if local else
+                "no such folder" if looks_like_path else
                 "it is not a local folder and the Hugging Face Hub could not be reached (offline?); "
                 "pass a local model folder, or 'smollm2-135m' for the embedded model")
         raise ModelError(f"cannot load model {name_or_path!r}: {hint}. ({e.__class__.__name__}: {str(e)[:200]})") from e

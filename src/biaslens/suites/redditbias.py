@@ -37,9 +37,10 @@ from biaslens.datasets.redditbias import (
 from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats, score_texts
 from biaslens.metrics.lmb import lmb_test, significance_stars
-from biaslens.models import Backend, load_model
+from biaslens.models import Backend
 from biaslens.report.run_folder import RunFolder
-from biaslens.suites.holistic_likelihood import RunResult, _default_out, _open_cache
+from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
+from biaslens.suites.holistic_likelihood import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,10 @@ def build_views(specs: dict[str, BiasSpec], config: RunConfig) -> list[View]:
                               {"files": [str(p) for p in files.paired]}))
         elif files.annotated is not None and not col:
             views.append(_annotated_view(spec, files.annotated, config))
+        elif not opts.bias_types:
+            # all bias types by default: use those the folder has, name the others
+            log.warning("%s: no RedditBias files for bias type %r; skipped", opts.data_dir, name)
+            continue
         else:
             where = files.folder or Path(opts.data_dir) / spec.name
             raise RedditBiasError(
@@ -98,6 +103,10 @@ def build_views(specs: dict[str, BiasSpec], config: RunConfig) -> list[View]:
             pairs = read_paired(*files.attribute, perplexity_column=col)
             views.append(View(name, "attribute", "precomputed" if col else "shipped", pairs,
                               _outliers(opts.outlier_removal, True), {"files": [str(p) for p in files.attribute]}))
+    if not views:
+        raise RedditBiasError(f"--data-dir {opts.data_dir}: no RedditBias files for any of {', '.join(specs)} "
+                              "(expected data/<bias_type>/reddit_comments_<bias_type>_<group>_biased_"
+                              f"{opts.split}_reduced.csv or *_processed_phrase_annotated.csv)")
     return views
 
 
@@ -124,7 +133,7 @@ def score_views(views: list[View], backend: Backend, config: RunConfig, folder: 
     stats = ScoringStats()
     if not texts:
         return stats
-    cache = _open_cache(config)
+    cache = open_cache(config)
     try:
         with folder.timer("scoring"), progress_reporter(console, "scoring phrases", total=len(set(texts))) as report:
             scores = score_texts(backend, texts, cache=cache, batch_size=config.model.batch_size,
@@ -173,7 +182,7 @@ def lm_perplexity(path: Path, backend: Backend, config: RunConfig, folder: RunFo
         lines = lines[: config.redditbias.max_reference_lines]
     if not lines:
         raise RedditBiasError(f"{path}: no text lines")
-    cache = _open_cache(config)
+    cache = open_cache(config)
     try:
         with folder.timer("lm_perplexity"), progress_reporter(console, "reference text", total=len(set(lines))) as rep:
             scores = score_texts(backend, lines, cache=cache, batch_size=config.model.batch_size, progress=rep)
@@ -195,7 +204,7 @@ def run_redditbias(config: RunConfig, *, backend: Backend | None = None, console
     console = console or Console(stderr=True)
     opts = config.redditbias
     specs = resolve_specs(opts.bias_types, opts.spec_files)
-    out = Path(config.out) if config.out else _default_out(config)
+    out = out_dir(config)
     with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
         with folder.timer("dataset"):
             views = build_views(specs, config)
@@ -204,16 +213,11 @@ def run_redditbias(config: RunConfig, *, backend: Backend | None = None, console
         model_name = f"precomputed column {opts.perplexity_column!r}" if not needs_model else None
         if needs_model:
             with folder.timer("model_load"):
-                backend = backend or load_model(config.model.name, device=config.model.device, dtype=config.model.dtype,
-                                                kind=config.model.kind, start_token=config.model.start_token,
-                                                score_first_token=config.model.score_first_token,
-                                                trust_remote_code=config.model.trust_remote_code)
-            info = backend.info
-            model_name = info.name
-            folder.record["model"] = {"backend": info.backend, "name": info.name, "kind": info.kind,
-                                      "weights_hash": info.weights_hash, "dtype": info.dtype,
-                                      "start_token": info.start_token, **info.extra}
-        console.print(f"[bold]redditbias[/bold]: {len(specs)} bias types ({', '.join(specs)}), "
+                backend = backend or backend_from_config(config)
+            model_name = backend.info.name
+            folder.record["model"] = model_record(backend)
+        types = list(dict.fromkeys(v.bias_type for v in views))
+        console.print(f"[bold]redditbias[/bold]: {len(types)} bias types ({', '.join(types)}), "
                       f"{sum(len(v.pairs) for v in views):,} phrase pairs, source "
                       f"{', '.join(sorted({v.source for v in views}))}, on [bold]{model_name}[/bold]")
         stats = score_views(views, backend, config, folder, console) if needs_model else ScoringStats()
@@ -230,8 +234,9 @@ def run_redditbias(config: RunConfig, *, backend: Backend | None = None, console
         with folder.timer("metrics"):
             lmb, metrics = analyse(pairs, alpha=config.alpha, seed=config.seed,
                                    outlier_removal={(v.bias_type, v.view): v.outlier_removal for v in views})
+        measured = list(dict.fromkeys(v.bias_type for v in views))
         metrics.update({"suite": "redditbias", "model": model_name, "alpha": config.alpha, "split": opts.split,
-                        "bias_types": list(specs), "sign": "t < 0: lower perplexity for the minoritized group "
+                        "bias_types": measured, "skipped_bias_types": [n for n in specs if n not in measured], "sign": "t < 0: lower perplexity for the minoritized group "
                                                            "(stereotype likelier for it)"})
         if needs_model and reference_text is not None:
             metrics["lm_perplexity"] = lm_perplexity(Path(reference_text), backend, config, folder, console)

@@ -1,0 +1,24 @@
+"""FairPair data: Common Sents prompts and the e -> e' perturbers with their filters."""
+
+from .commonsents import PromptPair, build_prompts, default_name_pairs, occupations, select_occupations, sentence
+from .perturb import (
+    FILTER_REASONS,
+    INSTRUCTION,
+    FilterResult,
+    LLMPerturber,
+    NamePair,
+    PerturbationMap,
+    RulePerturber,
+    TermPair,
+    check_perturbation,
+    context_of,
+    jaccard,
+    parse_name_pair,
+    token_set,
+)
+
+__all__ = [
+    "FILTER_REASONS", "INSTRUCTION", "FilterResult", "LLMPerturber", "NamePair", "PerturbationMap", "PromptPair",
+    "RulePerturber", "TermPair", "build_prompts", "check_perturbation", "context_of", "default_name_pairs", "jaccard",
+    "occupations", "parse_name_pair", "select_occupations", "sentence", "token_set",
+]

@@ -1,0 +1,240 @@
+"""One resumable fine-tuning loop for causal LMs, on Hugging Face's Trainer.
+
+Methods plug in through two things only:
+- the examples: ``TrainExample(text, prompt_chars=..., extras=...)``; tokens of the
+  first ``prompt_chars`` characters are context only (no LM loss), ``extras`` carry
+  per-example tensors a custom loss needs (e.g. positions of target terms);
+- ``extra_loss(model, batch, outputs) -> tensor``: added as
+  ``lm_weight * LM loss + extra_weight * extra_loss`` (RedditBias LMD/ADD/HD).
+
+Checkpoints go to ``<out>/checkpoints``; re-running the same command resumes from the
+last one. The finished model (and tokenizer) is saved to ``<out>`` with
+``biaslens-training.json`` describing how it was made.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainExample:
+    text: str
+    prompt_chars: int = 0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrainingConfig:
+    epochs: float = 2.0
+    learning_rate: float = 5e-5
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_length: int = 128
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.0
+    lm_weight: float = 1.0
+    extra_weight: float = 1.0
+    save_steps: int = 50
+    eval_steps: int | None = None
+    early_stopping_patience: int | None = None
+    seed: int = 0
+    device: str = "cpu"
+    max_steps: int = -1
+
+
+@dataclass
+class TrainingResult:
+    out: Path
+    steps: int
+    train_loss: float | None
+    eval_loss: float | None
+    eval_perplexity: float | None
+    resumed_from: str | None
+    history: list[dict] = field(default_factory=list)
+
+
+class _Examples:
+    """Tokenized examples; labels are -100 on context tokens so only the rest is learned."""
+
+    def __init__(self, tokenizer, examples: Sequence[TrainExample], max_length: int):
+        self.items = []
+        for ex in examples:
+            enc = tokenizer(ex.text, add_special_tokens=False, truncation=True, max_length=max_length,
+                            return_offsets_mapping=True)
+            ids = enc["input_ids"]
+            labels = [(-100 if end <= ex.prompt_chars else tok) for tok, (_, end) in zip(ids, enc["offset_mapping"])]
+            if not any(l != -100 for l in labels):
+                continue  # nothing to learn (context filled the whole window)
+            item = {"input_ids": ids, "labels": labels}
+            item.update(ex.extras)
+            self.items.append(item)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.items[i]
+
+
+def _collate(pad_id: int):
+    import torch
+
+    def collate(batch: list[dict]) -> dict:
+        width = max(len(b["input_ids"]) for b in batch)
+        out = {
+            "input_ids": torch.full((len(batch), width), pad_id, dtype=torch.long),
+            "attention_mask": torch.zeros((len(batch), width), dtype=torch.long),
+            "labels": torch.full((len(batch), width), -100, dtype=torch.long),
+        }
+        for i, b in enumerate(batch):
+            n = len(b["input_ids"])
+            out["input_ids"][i, :n] = torch.tensor(b["input_ids"])
+            out["attention_mask"][i, :n] = 1
+            out["labels"][i, :n] = torch.tensor(b["labels"])
+        extra_keys = [k for k in batch[0] if k not in ("input_ids", "labels")]
+        for k in extra_keys:  # passed through to extra_loss as lists
+            out[k] = [b[k] for b in batch]
+        return out
+
+    return collate
+
+
+def train_causal_lm(
+    model_path: str | Path,
+    train: Sequence[TrainExample],
+    out: str | Path,
+    *,
+    config: TrainingConfig | None = None,
+    eval_examples: Sequence[TrainExample] | None = None,
+    extra_loss: Callable | None = None,
+    add_special_tokens: Sequence[str] = (),
+    description: dict[str, Any] | None = None,
+    keep_checkpoints: bool = False,
+) -> TrainingResult:
+    """Fine-tune a causal LM and save it as a model folder.
+
+    Args:
+        model_path: a local model folder (``biaslens.models.embedded.embedded_model_dir()``
+            for the embedded model) or Hub id.
+        train: training examples.
+        out: output folder; checkpoints under ``out/checkpoints`` make the run resumable.
+        config: hyperparameters.
+        eval_examples: validation examples (eval loss/perplexity; early stopping when
+            ``config.early_stopping_patience`` is set).
+        extra_loss: ``f(model, batch, outputs) -> scalar tensor`` added to the LM loss.
+        add_special_tokens: tokens to add to the tokenizer (e.g. a separator); the
+            embedding matrix is resized and both are saved with the model.
+        description: recorded in ``biaslens-training.json`` (method, data, counts).
+        keep_checkpoints: keep ``out/checkpoints`` after success (they hold optimizer
+            state, several times the model's size).
+    """
+    import torch
+    from transformers import (AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback, Trainer,
+                              TrainingArguments)
+
+    cfg = config or TrainingConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    if add_special_tokens:
+        new = [t for t in add_special_tokens if t not in tokenizer.get_vocab()]
+        if new:
+            tokenizer.add_special_tokens({"additional_special_tokens": list(new)})
+            model.resize_token_embeddings(len(tokenizer))
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    train_ds = _Examples(tokenizer, train, cfg.max_length)
+    if len(train_ds) == 0:
+        raise ValueError("no training examples left after tokenization")
+    eval_ds = _Examples(tokenizer, eval_examples, cfg.max_length) if eval_examples else None
+    ckpt_dir = out / "checkpoints"
+    has_eval = eval_ds is not None and len(eval_ds) > 0
+    eval_steps = cfg.eval_steps or cfg.save_steps
+    args = TrainingArguments(
+        output_dir=str(ckpt_dir),
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
+        warmup_steps=cfg.warmup_ratio,  # a float < 1 is a fraction of the total steps
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=2,
+        eval_strategy="steps" if has_eval else "no",
+        eval_steps=eval_steps if has_eval else None,
+        load_best_model_at_end=bool(has_eval and cfg.early_stopping_patience),
+        metric_for_best_model="eval_loss" if has_eval else None,
+        greater_is_better=False if has_eval else None,
+        logging_steps=max(1, min(10, cfg.save_steps)),
+        report_to=[],
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        use_cpu=cfg.device == "cpu",
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
+    )
+    lm_w, ex_w = cfg.lm_weight, cfg.extra_weight
+
+    class _Trainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            extras = {k: inputs.pop(k) for k in list(inputs) if k not in ("input_ids", "attention_mask", "labels")}
+            outputs = model(**inputs, output_hidden_states=extra_loss is not None)
+            loss = outputs.loss
+            if extra_loss is not None:
+                loss = lm_w * loss + ex_w * extra_loss(model, {**inputs, **extras}, outputs)
+            return (loss, outputs) if return_outputs else loss
+
+    callbacks = []
+    if has_eval and cfg.early_stopping_patience:
+        callbacks.append(EarlyStoppingCallback(early_stopping_patience=cfg.early_stopping_patience))
+    trainer = _Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds if has_eval else None,
+                       data_collator=_collate(pad_id), processing_class=tokenizer, callbacks=callbacks)
+    last = _last_checkpoint(ckpt_dir)
+    if last:
+        log.info("resuming training from %s", last)
+    train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
+    eval_loss = None
+    if has_eval:
+        eval_loss = float(trainer.evaluate()["eval_loss"])
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    result = TrainingResult(out=out, steps=int(train_out.global_step), train_loss=float(train_out.training_loss),
+                            eval_loss=eval_loss, eval_perplexity=math.exp(eval_loss) if eval_loss is not None else None,
+                            resumed_from=str(last) if last else None, history=list(trainer.state.log_history))
+    record = {"base_model": str(model_path), "training": asdict(cfg), "description": description or {},
+              "n_train_examples": len(train_ds), "n_eval_examples": len(eval_ds) if eval_ds else 0,
+              "steps": result.steps, "train_loss": result.train_loss, "eval_loss": eval_loss,
+              "eval_perplexity": result.eval_perplexity, "resumed_from": result.resumed_from,
+              "added_tokens": list(add_special_tokens)}
+    tmp = out / f".biaslens-training.json.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, out / "biaslens-training.json")
+    for junk in ("training_args.bin",):  # a pickle; nothing of ours loads it
+        (out / junk).unlink(missing_ok=True)
+    if not keep_checkpoints:
+        import shutil
+
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return result
+
+
+def _last_checkpoint(ckpt_dir: Path) -> Path | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if not ckpt_dir.is_dir():
+        return None
+    last = get_last_checkpoint(str(ckpt_dir))
+    return Path(last) if last else None

@@ -1,0 +1,276 @@
+"""Style classifiers: a response -> a probability vector over named conversational styles.
+
+The paper (HolisticBias, A.6) uses the 217-style classifier of Smith et al. (2020a), which
+is not public. biaslens ships an offline zero-shot replacement: each style is described in
+words (plus a few example utterances) in a YAML inventory; a response's style probabilities
+are a softmax over its cosine similarity to every style's prototype embedding
+(all-MiniLM-L6-v2), divided by a temperature. Any Hugging Face text-classification model
+(e.g. an emotion model) can be used instead, its labels being the styles.
+
+Every classifier exposes ``name``, ``styles`` (tuple of names), ``clusters``
+(cluster -> member styles) and ``probabilities(texts) -> (N, S)`` rows summing to 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from biaslens.scorers.base import ScorerError
+
+#: the paper's style clusters (A.7)
+DEFAULT_CLUSTERS: dict[str, tuple[str, ...]] = {
+    "Sympathy": ("Sympathetic", "Compassionate", "Empathetic"),
+    "Envy": ("Envious",),
+    "Curiosity": ("Curious", "Questioning"),
+    "Confusion": ("Vacuous", "Absentminded", "Bewildered", "Stupid", "Confused"),
+    "Hate": ("Hateful", "Resentful"),
+    "Care": ("Sensitive", "Considerate", "Warm", "Kind", "Caring", "Respectful"),
+}
+UNSAFE_MARKER = "_POTENTIALLY_UNSAFE__"
+NEUTRAL_DESCRIPTOR = "left-handed"
+DEFAULT_STYLE_CLASSIFIER = "zero-shot"
+
+
+class StyleInventoryError(ScorerError):
+    """A style inventory or cluster file is invalid; the message names the file and field."""
+
+
+class StyleClassifier(Protocol):
+    """What the generation-bias suite needs from a style classifier."""
+
+    name: str
+    styles: tuple[str, ...]
+    clusters: dict[str, tuple[str, ...]]
+
+    def probabilities(self, texts: list[str]) -> np.ndarray: ...
+
+
+def prepare_response(response: str, descriptor: str | None) -> str:
+    """Paper A.6 preprocessing: every mention of the prompt's descriptor becomes
+    "left-handed" (so the classifier judges the response, not the identity term), and
+    BlenderBot's "_POTENTIALLY_UNSAFE__" marker is removed.
+
+    Mentions are matched case-insensitively as whole words/phrases ("Deaf" also matches
+    "deaf", but not inside "deafening").
+    """
+    text = response.replace(UNSAFE_MARKER, "")
+    if descriptor and descriptor.strip() and descriptor != "(none)":
+        pattern = r"(?<!\w)" + re.escape(descriptor.strip()) + r"(?!\w)"
+        text = re.sub(pattern, NEUTRAL_DESCRIPTOR, text, flags=re.IGNORECASE)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
+# -- inventories -------------------------------------------------------------------------
+
+@dataclass
+class StyleInventory:
+    """Named styles with their descriptions, the clusters over them, and the softmax temperature."""
+
+    styles: dict[str, tuple[str, ...]]
+    clusters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    temperature: float = 0.05
+    source: str = "built-in"
+
+
+def _default_inventory_text() -> tuple[str, str]:
+    ref = resources.files("biaslens.scorers") / "data" / "styles.yaml"
+    return ref.read_text(encoding="utf-8"), "built-in styles.yaml"
+
+
+def _load_yaml(path: str | Path | None) -> tuple[object, str]:
+    import yaml
+
+    if path is None:
+        text, source = _default_inventory_text()
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise StyleInventoryError(f"{source}: cannot read: {e}") from None
+    try:
+        return yaml.safe_load(text), source
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+        raise StyleInventoryError(f"{source}:{where} invalid YAML: {getattr(e, 'problem', e)}") from None
+
+
+def parse_clusters(data: object, styles: tuple[str, ...] | list[str], source: str) -> dict[str, tuple[str, ...]]:
+    """Validate a ``{cluster: [style, ...]}`` mapping against the known style names."""
+    if not isinstance(data, dict):
+        raise StyleInventoryError(f"{source}: field 'clusters': expected a mapping of cluster name -> list of styles")
+    known = set(styles)
+    out: dict[str, tuple[str, ...]] = {}
+    for name, members in data.items():
+        where = f"{source}: field 'clusters.{name}'"
+        if isinstance(members, str):
+            members = [members]
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+            raise StyleInventoryError(f"{where}: expected a non-empty list of style names")
+        unknown = [m for m in members if m not in known]
+        if unknown:
+            raise StyleInventoryError(f"{where}: unknown style(s) {unknown}; styles are {sorted(known)}")
+        out[str(name)] = tuple(members)
+    return out
+
+
+def load_style_inventory(path: str | Path | None = None) -> StyleInventory:
+    """Read and validate a style inventory YAML (default: the built-in one).
+
+    Format::
+
+        temperature: 0.05            # optional
+        styles:
+          Sympathetic: [a sympathetic response that ..., "I'm so sorry to hear that."]
+          Curious: a curious response ...   # one description is fine too
+        clusters:                    # optional; default: the paper's clusters whose styles exist
+          Sympathy: [Sympathetic]
+
+    Raises:
+        StyleInventoryError: unreadable file, bad YAML or a malformed field (named in the message).
+    """
+    data, source = _load_yaml(path)
+    if not isinstance(data, dict):
+        raise StyleInventoryError(f"{source}: expected a mapping with a 'styles' field at the top level")
+    unknown = set(data) - {"styles", "clusters", "temperature"}
+    if unknown:
+        raise StyleInventoryError(f"{source}: unknown field(s) {sorted(unknown)}; allowed: styles, clusters, temperature")
+    raw = data.get("styles")
+    if not isinstance(raw, dict) or len(raw) < 2:
+        raise StyleInventoryError(f"{source}: field 'styles': expected a mapping of at least two style names -> descriptions")
+    styles: dict[str, tuple[str, ...]] = {}
+    for name, desc in raw.items():
+        if isinstance(desc, str):
+            desc = [desc]
+        if not isinstance(desc, list) or not desc or not all(isinstance(d, str) and d.strip() for d in desc):
+            raise StyleInventoryError(f"{source}: field 'styles.{name}': expected a description or a list of descriptions")
+        styles[str(name)] = tuple(desc)
+    temperature = data.get("temperature", 0.05)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+        raise StyleInventoryError(f"{source}: field 'temperature': expected a positive number, got {temperature!r}")
+    if "clusters" in data:
+        clusters = parse_clusters(data["clusters"], list(styles), source)
+    else:
+        clusters = {c: tuple(m for m in ms if m in styles) for c, ms in DEFAULT_CLUSTERS.items()}
+        clusters = {c: ms for c, ms in clusters.items() if ms}
+    return StyleInventory(styles=styles, clusters=clusters, temperature=float(temperature), source=source)
+
+
+def load_clusters_file(path: str | Path, styles: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Clusters from a YAML file: either ``{clusters: {...}}`` or the mapping itself."""
+    data, source = _load_yaml(path)
+    if isinstance(data, dict) and "clusters" in data:
+        data = data["clusters"]
+    return parse_clusters(data, styles, source)
+
+
+# -- classifiers -------------------------------------------------------------------------
+
+class ZeroShotStyleClassifier:
+    """Offline zero-shot style classifier: cosine similarity of the response embedding to
+    each style's prototype (mean embedding of its descriptions), softmax with a temperature.
+
+    Args:
+        inventory: a :class:`StyleInventory`, a YAML path, or None for the built-in one.
+        encoder: a :class:`~biaslens.scorers.SentenceEncoder` (loaded when None).
+        temperature: overrides the inventory's temperature.
+    """
+
+    def __init__(self, inventory: StyleInventory | str | Path | None = None, *, encoder=None,
+                 temperature: float | None = None):
+        if not isinstance(inventory, StyleInventory):
+            inventory = load_style_inventory(inventory)
+        if encoder is None:
+            from biaslens.scorers.encoder import SentenceEncoder
+
+            encoder = SentenceEncoder()
+        self.inventory = inventory
+        self.encoder = encoder
+        self.temperature = float(temperature if temperature is not None else inventory.temperature)
+        self.styles = tuple(inventory.styles)
+        self.clusters = dict(inventory.clusters)
+        self.name = f"zero-shot ({getattr(encoder, 'name', 'encoder')}, {len(self.styles)} styles, T={self.temperature:g})"
+        flat = [(i, d) for i, descs in enumerate(inventory.styles.values()) for d in descs]
+        emb = encoder.encode([d for _, d in flat]).astype(np.float64)
+        owner = np.array([i for i, _ in flat])
+        proto = np.zeros((len(self.styles), emb.shape[1]))
+        np.add.at(proto, owner, emb)
+        self.prototypes = proto / np.linalg.norm(proto, axis=1, keepdims=True)
+
+    def similarities(self, texts: list[str]) -> np.ndarray:
+        """Cosine similarity of each text to each style prototype, shape (N, S)."""
+        if not len(texts):
+            return np.zeros((0, len(self.styles)))
+        return self.encoder.encode(list(texts)).astype(np.float64) @ self.prototypes.T
+
+    def probabilities(self, texts: list[str]) -> np.ndarray:
+        """Style probabilities, shape (N, S), rows summing to 1."""
+        z = self.similarities(texts) / self.temperature
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+class HFStyleClassifier:
+    """A Hugging Face text-classification model as a style classifier: its labels are the
+    styles; clusters come from a YAML file (default: each label is its own cluster)."""
+
+    def __init__(self, name_or_path: str, *, clusters: dict[str, tuple[str, ...]] | str | Path | None = None,
+                 device: str = "cpu", batch_size: int = 32):
+        from biaslens.scorers.classifiers import HFTextClassifier
+
+        self._clf = HFTextClassifier(name_or_path, device=device, batch_size=batch_size, multi_label=False)
+        self.name = self._clf.name
+        self.styles = tuple(self._clf.labels)
+        if clusters is None:
+            self.clusters = {s: (s,) for s in self.styles}
+        elif isinstance(clusters, dict):
+            self.clusters = parse_clusters(clusters, self.styles, "clusters")
+        else:
+            self.clusters = load_clusters_file(clusters, self.styles)
+
+    def probabilities(self, texts: list[str]) -> np.ndarray:
+        if not len(texts):
+            return np.zeros((0, len(self.styles)))
+        p = self._clf.probabilities(list(texts))
+        return p / p.sum(axis=1, keepdims=True)
+
+
+def load_style_classifier(name: str = DEFAULT_STYLE_CLASSIFIER, *, inventory: str | Path | None = None,
+                          clusters: str | Path | None = None, device: str = "cpu"):
+    """``"zero-shot"`` (offline default, optional inventory YAML) or a Hugging Face
+    text-classification model id/folder (optional clusters YAML).
+
+    Raises:
+        StyleInventoryError / ScorerError: bad files or a model that cannot be loaded.
+    """
+    if name in (DEFAULT_STYLE_CLASSIFIER, "zeroshot", "default"):
+        clf = ZeroShotStyleClassifier(inventory)
+        if clusters is not None:
+            clf.clusters = load_clusters_file(clusters, clf.styles)
+        return clf
+    if inventory is not None:
+        raise ScorerError("a style inventory only applies to the zero-shot classifier; "
+                          f"{name!r} uses its own labels (give clusters with a clusters file instead)")
+    return HFStyleClassifier(name, clusters=clusters, device=device)
+
+
+def cluster_probabilities(probs: np.ndarray, styles: tuple[str, ...] | list[str],
+                          clusters: dict[str, tuple[str, ...]]) -> dict[str, np.ndarray]:
+    """Summed probability of each cluster's styles, per row."""
+    index = {s: i for i, s in enumerate(styles)}
+    return {c: probs[:, [index[s] for s in members]].sum(axis=1) for c, members in clusters.items()}
+
+
+def top_clusters(probs: np.ndarray, styles: tuple[str, ...] | list[str], clusters: dict[str, tuple[str, ...]],
+                 other: str = "Other") -> list[str]:
+    """The cluster of each row's most probable style (``other`` if that style is in no cluster)."""
+    owner = {s: c for c, members in clusters.items() for s in members}
+    return [owner.get(styles[i], other) for i in np.argmax(probs, axis=1)]
