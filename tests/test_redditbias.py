@@ -247,14 +247,20 @@ def test_annotated_source_swaps_and_reports(tmp_path: Path) -> None:
     folder.mkdir(parents=True)
     (folder / "reddit_comments_religion1_jews_processed_phrase_annotated.csv").write_text(
         "phrase,bias_sent,bias_phrase\nJews are greedy,1,1\njewish people are loud,1,1\nnothing to swap,1,1\n"
-        "jews are fine,0,0\nJudaism is evil,2,1\n")
+        "jews are fine,0,0\nJudaism is evil,2,1\n<script>jews are bad</script>,1,1\n")
     res = biaslens.run(suite="redditbias", model={"name": "fake"}, out=tmp_path / "ann",
                        redditbias={"data_dir": str(tmp_path), "bias_types": ["religion1"]})
     src = res.stats["sources"]["religion1/target"]
-    assert (src["n_biased_phrases"], src["n_swapped"], src["n_unchanged"]) == (4, 3, 1)
+    assert (src["n_biased_phrases"], src["n_swapped"], src["n_unchanged"]) == (5, 4, 1)
     assert src["labels"]["bias_sent"]["stray"] == {"2": 1}
     assert res.sentences["counterfactual"].tolist() == ["Christians are greedy", "christian people are loud",
-                                                        "Christianity is evil"]
+                                                        "Christianity is evil", "<script>christians are bad</script>"]
+    html = (tmp_path / "ann" / "report.html").read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    # re-rendering from the run folder gives the same numbers without a model
+    before = json.loads((tmp_path / "ann" / "metrics.json").read_text())["religion1"]["t"]
+    biaslens.rerender(tmp_path / "ann")
+    assert json.loads((tmp_path / "ann" / "metrics.json").read_text())["religion1"]["t"] == pytest.approx(before)
 
 
 def _small_data_dir(src: Path, dst: Path, n: int = 40) -> Path:

@@ -43,6 +43,10 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
     if record.get("status") != "complete":
         raise RunNotComplete(f"{run_dir}: run status is {record.get('status')!r}, not 'complete'; "
                              "re-run the same command to finish it before re-rendering")
+    if record.get("suite") == "redditbias":
+        from biaslens.suites.redditbias import rerender as rerender_redditbias
+
+        return rerender_redditbias(run_dir, record)
     if record.get("suite") != "holistic-likelihood":
         raise ValueError(f"{run_dir}: re-rendering suite {record.get('suite')!r} is not supported yet")
     sentences_path = run_dir / "sentences.parquet"

@@ -48,6 +48,59 @@ class RedditBiasOptions(BaseModel):
     max_reference_lines: int | None = Field(None, ge=1, description="LM perplexity: only the first N lines of the reference text")
 
 
+class FairPairOptions(BaseModel):
+    """Options of the ``fairpair`` suite. ``None`` sizes resolve per model at run time: the
+    paper's settings (60 occupations, 100 samples, 128 tokens), or a small run on the
+    embedded model (5 occupations, 20 samples, 32 tokens)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    occupations: list[str] | None = Field(None, description="occupations to use; default the paper's 60 (first n_occupations)")
+    n_occupations: int | None = Field(None, ge=1, description="the first N of the paper's occupations")
+    name_pairs: list[str | list[str]] = Field(default_factory=lambda: ["John:man/Jane:woman"],
+                                              description="'John/Jane', 'John:man/Jane:woman' or [John, man, Jane, woman]")
+    descriptors: list[str] = Field(default_factory=list, description="descriptors before the noun (e.g. HolisticBias terms); '' = none")
+    samples: int | None = Field(None, ge=2, description="continuations per prompt [100; 20 on the embedded model]")
+    max_new_tokens: int | None = Field(None, ge=1, description="[128; 32 on the embedded model]")
+    top_p: float = Field(0.9, gt=0, le=1)
+    temperature: float = Field(1.0, gt=0)
+    chat: bool = Field(False, description="wrap prompts in the chat template; default plain continuation")
+    perturber: Literal["rule", "llm"] = "rule"
+    perturber_model: str | None = Field(None, description="llm perturber: model name; default the evaluated model")
+    mapping_file: Path | None = Field(None, description="rule perturber: word-pair YAML, or 'gender' (default) / 'gender-full'")
+    max_jaccard: float = Field(0.15, ge=0, le=1, description="filter: largest Jaccard dissimilarity original vs perturbed")
+    filter_jaccard: Literal["masked", "raw"] = Field("masked", description="masked: the swapped words do not count; raw: as the paper")
+    dissimilarities: list[str] = Field(default_factory=lambda: ["jaccard", "sentiment", "embedding"])
+    k_folds: int | None = Field(10, ge=2, description="k-fold variant (None: off)")
+    generations_file: Path | None = Field(None, description="precomputed continuations (JSONL with prompt and response); no model")
+    ngram_top: int = Field(15, ge=1, description="n-grams shown per side")
+
+
+class GenerationOptions(BaseModel):
+    """Options of the ``holistic-generation`` and ``holistic-offensiveness`` suites."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_new_tokens: int = Field(32, ge=1, description="upper bound on response tokens")
+    min_new_tokens: int = Field(0, ge=0, description="end of sequence blocked until this many tokens (paper: 20)")
+    num_beams: int = Field(1, ge=1, description="beam size (paper: 10 DialoGPT, 3 BlenderBot); 1 = greedy")
+    no_repeat_ngram_size: int = Field(3, ge=0, description="block repeated n-grams within the response (paper: 3)")
+    do_sample: bool = Field(False, description="sample instead of greedy/beam search")
+    n: int = Field(1, ge=1, description="responses per prompt (needs do_sample)")
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(0.9, gt=0, le=1)
+    persona: list[str] = Field(default_factory=list, description="context lines before the prompt (paper: two persona lines)")
+    generations_file: Path | None = Field(None, description="precomputed responses (JSONL: prompt or prompt_id, response); no model")
+    nouns_per_gender: int | None = Field(1, ge=1, description="sampled runs: nouns kept per noun gender (None: all 30)")
+    style_classifier: str = Field("zero-shot", description="'zero-shot' (offline) or a Hugging Face text-classification model")
+    style_inventory: Path | None = Field(None, description="zero-shot: your own styles YAML (default: built-in, 61 styles)")
+    style_clusters: Path | None = Field(None, description="clusters YAML overriding the inventory's/the paper's clusters")
+    offensiveness_classifier: str = Field("alt-profanity-check", description="or a Hugging Face classifier id/folder")
+    n_permutations: int = Field(200, ge=0, description="noise floor: label permutations (0: off)")
+    n_bootstrap: int = Field(200, ge=0, description="bootstrap resamples for the FGB interval (0: off)")
+    neutral_template: str = Field("This is {descriptor}.", description="offensiveness audit: neutral template")
+
+
 class RunConfig(BaseModel):
     """Everything a run needs. Unknown fields are errors, so typos do not pass silently."""
 
@@ -68,6 +121,8 @@ class RunConfig(BaseModel):
     full: bool = Field(False, description="use every sentence (overrides sample)")
     alpha: float = Field(0.05, gt=0, lt=1)
     redditbias: RedditBiasOptions = Field(default_factory=RedditBiasOptions)
+    fairpair: FairPairOptions = Field(default_factory=FairPairOptions)
+    generation: GenerationOptions = Field(default_factory=GenerationOptions)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides) -> "RunConfig":

@@ -104,6 +104,37 @@ def run(
     counterfactual_mode: Optional[str] = typer.Option(None, "--counterfactual-mode", help="redditbias: default (word boundaries, case kept) or reference (lowercase substring swap)."),
     outlier_removal: Optional[str] = typer.Option(None, "--outlier-removal", help="redditbias: auto (off for the *_reduced files), on or off."),
     reference_text: Optional[Path] = typer.Option(None, "--reference-text", help="redditbias: text file for LM perplexity [default humanref6k.txt under --data-dir]."),
+    fairpair_occupations: Optional[str] = typer.Option(None, "--fairpair-occupations", help="fairpair: comma-separated occupations [default the paper's 60; 5 on the embedded model]."),
+    fairpair_n_occupations: Optional[int] = typer.Option(None, "--fairpair-n-occupations", help="fairpair: the first N of the paper's occupations."),
+    fairpair_names: Optional[list[str]] = typer.Option(None, "--fairpair-names", help="fairpair: name pair 'John/Jane' or 'John:man/Jane:woman' (repeatable) [default John:man/Jane:woman]."),
+    fairpair_descriptors: Optional[str] = typer.Option(None, "--fairpair-descriptors", help="fairpair: comma-separated descriptors before the noun, e.g. 'young,old' (HolisticBias terms)."),
+    fairpair_samples: Optional[int] = typer.Option(None, "--fairpair-samples", help="fairpair: continuations per prompt [100; 20 on the embedded model]."),
+    fairpair_max_new_tokens: Optional[int] = typer.Option(None, "--fairpair-max-new-tokens", help="fairpair: tokens per continuation [128; 32 on the embedded model]."),
+    fairpair_top_p: Optional[float] = typer.Option(None, "--fairpair-top-p", help="fairpair: nucleus sampling top-p [default 0.9]."),
+    fairpair_temperature: Optional[float] = typer.Option(None, "--fairpair-temperature", help="fairpair: sampling temperature [default 1.0]."),
+    fairpair_chat: bool = typer.Option(False, "--fairpair-chat", help="fairpair: wrap prompts in the model's chat template (default: plain continuation)."),
+    fairpair_perturber: Optional[str] = typer.Option(None, "--fairpair-perturber", help="fairpair: rule (default, deterministic) or llm (the paper's instruction)."),
+    fairpair_perturber_model: Optional[str] = typer.Option(None, "--fairpair-perturber-model", help="fairpair: model for --fairpair-perturber llm [default the evaluated model]."),
+    fairpair_mapping_file: Optional[Path] = typer.Option(None, "--fairpair-mapping-file", help="fairpair: your own word-pair YAML for the rule perturber."),
+    fairpair_dissimilarities: Optional[str] = typer.Option(None, "--fairpair-dissimilarities", help="fairpair: comma-separated, from jaccard,sentiment,embedding [default all three]."),
+    fairpair_k_folds: Optional[int] = typer.Option(None, "--fairpair-k-folds", help="fairpair: folds of the k-fold variant [default 10]."),
+    fairpair_generations: Optional[Path] = typer.Option(None, "--fairpair-generations", help="fairpair: precomputed continuations, JSONL with prompt and response per line (no model)."),
+    gen_max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", help="holistic-generation: tokens per response [default 32]."),
+    gen_min_new_tokens: Optional[int] = typer.Option(None, "--min-new-tokens", help="holistic-generation: minimum response tokens (paper: 20) [default 0]."),
+    gen_num_beams: Optional[int] = typer.Option(None, "--num-beams", help="holistic-generation: beam size (paper: 10 DialoGPT, 3 BlenderBot) [default 1, greedy]."),
+    gen_no_repeat_ngram_size: Optional[int] = typer.Option(None, "--no-repeat-ngram-size", help="holistic-generation: block repeated n-grams in the response [default 3, as the paper]."),
+    gen_do_sample: bool = typer.Option(False, "--do-sample", help="holistic-generation: sample (seeded) instead of greedy/beam search."),
+    gen_n: Optional[int] = typer.Option(None, "--num-responses", help="holistic-generation: responses per prompt (needs --do-sample) [default 1]."),
+    gen_temperature: Optional[float] = typer.Option(None, "--temperature", help="holistic-generation: sampling temperature [default 1.0]."),
+    gen_top_p: Optional[float] = typer.Option(None, "--top-p", help="holistic-generation: nucleus sampling top-p [default 0.9]."),
+    gen_persona: Optional[list[str]] = typer.Option(None, "--persona", help="holistic-generation: a context line before the prompt, e.g. 'your persona: I love dogs.' (repeatable; paper: two)."),
+    gen_generations: Optional[Path] = typer.Option(None, "--generations", help="holistic-generation: precomputed responses, JSONL with prompt (or prompt_id) and response (no model)."),
+    gen_nouns_per_gender: Optional[int] = typer.Option(None, "--nouns-per-gender", help="holistic-generation: sampled runs keep N nouns per noun gender [default 1]."),
+    gen_style_classifier: Optional[str] = typer.Option(None, "--style-classifier", help="holistic-generation: zero-shot (offline, default) or a Hugging Face text-classification model."),
+    gen_style_inventory: Optional[Path] = typer.Option(None, "--style-inventory", help="holistic-generation: your own styles YAML for the zero-shot classifier."),
+    gen_style_clusters: Optional[Path] = typer.Option(None, "--style-clusters", help="holistic-generation: clusters YAML (cluster: [style, ...]) [default the paper's six]."),
+    gen_offensiveness_classifier: Optional[str] = typer.Option(None, "--offensiveness-classifier", help="holistic-generation/-offensiveness: alt-profanity-check (default) or a Hugging Face classifier."),
+    gen_n_permutations: Optional[int] = typer.Option(None, "--n-permutations", help="holistic-generation: noise-floor permutations [default 200; 0 off]."),
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
     _guard(_run, **locals())
@@ -147,6 +178,29 @@ def _run(**a):
         rb["spec_files"] = list(a["spec_file"])
     if rb:
         overrides["redditbias"] = rb
+    fp: dict = {k[len("fairpair_"):]: a[k] for k in ("fairpair_n_occupations", "fairpair_samples",
+                                                        "fairpair_max_new_tokens", "fairpair_top_p",
+                                                        "fairpair_temperature", "fairpair_perturber",
+                                                        "fairpair_perturber_model", "fairpair_mapping_file",
+                                                        "fairpair_k_folds") if a[k] is not None}
+    for key in ("occupations", "descriptors", "dissimilarities"):
+        if a[f"fairpair_{key}"] is not None:
+            fp[key] = [s.strip() for s in a[f"fairpair_{key}"].split(",") if s.strip() or key == "descriptors"]
+    if a["fairpair_names"]:
+        fp["name_pairs"] = list(a["fairpair_names"])
+    if a["fairpair_chat"]:
+        fp["chat"] = True
+    if a["fairpair_generations"] is not None:
+        fp["generations_file"] = a["fairpair_generations"]
+    if fp:
+        overrides["fairpair"] = fp
+    gen: dict = {k[len("gen_"):]: a[k] for k in a if k.startswith("gen_") and a[k] not in (None, False, [])}
+    if "persona" in gen:
+        gen["persona"] = list(gen["persona"])
+    if "generations" in gen:
+        gen["generations_file"] = gen.pop("generations")
+    if gen:
+        overrides["generation"] = gen
     cfg = RunConfig.from_yaml(a["config"], **overrides) if a["config"] else RunConfig.validated(overrides, source="flags")
     api_run(cfg, console=console)
 

@@ -1,5 +1,20 @@
 """Bias metrics: pure functions over per-item tables (no model code)."""
 
+from .fairpair import (
+    CallableDissimilarity,
+    EmbeddingDissimilarity,
+    JaccardDissimilarity,
+    PairScores,
+    ScoreDissimilarity,
+    SentimentDissimilarity,
+    aggregate_scores,
+    cross_within_test,
+    fairpair_scores,
+    kfold_scores,
+    make_dissimilarity,
+    ngram_differences,
+    prompt_level_test,
+)
 from .likelihood_bias import (
     LOVE_HATE_TEMPLATES,
     LikelihoodBiasResult,
@@ -20,6 +35,19 @@ from .mannwhitney import PairwiseMannWhitney, pairwise_mannwhitney
 from .multiple_testing import benjamini_hochberg, holm
 
 __all__ = [
+    "CallableDissimilarity",
+    "EmbeddingDissimilarity",
+    "JaccardDissimilarity",
+    "PairScores",
+    "ScoreDissimilarity",
+    "SentimentDissimilarity",
+    "aggregate_scores",
+    "cross_within_test",
+    "fairpair_scores",
+    "kfold_scores",
+    "make_dissimilarity",
+    "ngram_differences",
+    "prompt_level_test",
     "LMBResult",
     "LOVE_HATE_TEMPLATES",
     "LikelihoodBiasResult",
@@ -36,4 +64,33 @@ __all__ = [
     "pairwise_mannwhitney",
     "significance_stars",
     "wilson_interval",
+]
+from .generation_bias import (
+    NoiseFloor,
+    bootstrap_gen_bias_ci,
+    descriptor_cluster_means,
+    full_gen_bias,
+    gen_bias_by_axis,
+    generation_bias_summary,
+    partial_gen_bias,
+    permutation_noise_floor,
+    style_variances,
+    summed_cluster_gen_bias,
+)
+from .offensiveness import offensiveness_ranges, percent_offensive, template_offensiveness
+
+__all__ += [
+    "NoiseFloor",
+    "bootstrap_gen_bias_ci",
+    "descriptor_cluster_means",
+    "full_gen_bias",
+    "gen_bias_by_axis",
+    "generation_bias_summary",
+    "offensiveness_ranges",
+    "partial_gen_bias",
+    "percent_offensive",
+    "permutation_noise_floor",
+    "style_variances",
+    "summed_cluster_gen_bias",
+    "template_offensiveness",
 ]

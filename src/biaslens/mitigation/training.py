@@ -28,9 +28,21 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TrainExample:
+    """One training text.
+
+    Attributes:
+        text: the text.
+        prompt_chars: tokens of the first ``prompt_chars`` characters get no LM loss.
+        extras: per-example values passed through to ``extra_loss`` as batch lists.
+        spans: character spans ``(start, end, label)`` per key, turned into token spans
+            ``(first_token, end_token, label)`` with the same tokenization the model sees
+            (spans cut off by truncation are dropped); passed to ``extra_loss`` like extras.
+    """
+
     text: str
     prompt_chars: int = 0
     extras: dict[str, Any] = field(default_factory=dict)
+    spans: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,6 +89,8 @@ class _Examples:
                 continue  # nothing to learn (context filled the whole window)
             item = {"input_ids": ids, "labels": labels}
             item.update(ex.extras)
+            for key, spans in ex.spans.items():
+                item[key] = _token_spans(enc["offset_mapping"], spans)
             self.items.append(item)
 
     def __len__(self) -> int:
@@ -84,6 +98,16 @@ class _Examples:
 
     def __getitem__(self, i: int) -> dict:
         return self.items[i]
+
+
+def _token_spans(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Character spans -> token spans ``(first, end, label)``: tokens overlapping the span."""
+    out = []
+    for start, end, label in spans:
+        toks = [i for i, (a, b) in enumerate(offsets) if a < end and b > start]
+        if toks:
+            out.append((toks[0], toks[-1] + 1, label))
+    return out
 
 
 def _collate(pad_id: int):

@@ -340,7 +340,7 @@ def load_hf(
                 "no such folder" if looks_like_path else
                 "it is not a local folder and the Hugging Face Hub could not be reached (offline?); "
                 "pass a local model folder, or 'smollm2-135m' for the embedded model")
-        raise ModelError(f"cannot load model {name_or_path!r}: {hint}. ({e.__class__.__name__}: {str(e)[:200]})") from e
+        raise ModelError(f"cannot load model {name_or_path!r}: {hint}. ({e.__class__.__name__}: {' '.join(str(e).split())[:200]})") from e
     if kind == "auto":
         if getattr(config, "is_encoder_decoder", False):
             kind = "seq2seq"
@@ -353,7 +353,7 @@ def load_hf(
     try:
         model = cls.from_pretrained(name_or_path, dtype=torch_dtype, **kw)
     except (OSError, ValueError) as e:
-        raise ModelError(f"cannot load {kind} model {name_or_path!r}: {str(e)[:300]}") from e
+        raise ModelError(f"cannot load {kind} model {name_or_path!r}: {' '.join(str(e).split())[:300]}") from e
     model.eval()
     model.to(device)
     chosen = pick_start_token(tokenizer, start_token) if (kind == "causal" and score_first_token) else None

@@ -53,6 +53,7 @@ def select_rows(
     sample: int | None = None,
     full: bool = False,
     seed: int = 0,
+    priority_templates: tuple[str, ...] = _PRIORITY_TEMPLATES,
 ) -> pd.DataFrame:
     """Filter by axes/templates, then (unless ``full``) a stratified sample of about
     ``sample`` sentences that keeps whole (axis, template, descriptor) groups.
@@ -61,6 +62,7 @@ def select_rows(
     love/hate view has data; then seeded-random others), then the same seeded-random
     descriptors per axis for every chosen template, so each (axis, template) has at
     least two descriptors to compare and descriptors are comparable across templates.
+    ``priority_templates`` are the ones picked first (default: love and hate).
     """
     for name, wanted, col in (("--axes", axes, "axis"), ("--templates", templates, "template")):
         if wanted:
@@ -84,7 +86,7 @@ def select_rows(
         chosen_t = all_templates
     else:
         n_t = int(min(len(all_templates), max(1, n_groups_wanted // (len(axis_list) * min_desc))))
-        first = [t for t in _PRIORITY_TEMPLATES if t in all_templates][:n_t]
+        first = [t for t in priority_templates if t in all_templates][:n_t]
         rest = [t for t in all_templates if t not in first]
         extra = list(rng.permutation(rest)[: n_t - len(first)]) if n_t > len(first) else []
         chosen_t = first + [str(t) for t in extra]

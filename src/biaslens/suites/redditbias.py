@@ -250,6 +250,30 @@ def run_redditbias(config: RunConfig, *, backend: Backend | None = None, console
         return RunResult(out=folder.path, sentences=pairs, metrics=metrics, analysis=lmb, stats=folder.record)
 
 
+def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
+    """Recompute lmb/metrics.json and report.html of a finished run from its pairs table (no model calls)."""
+    import json
+
+    from biaslens.report.redditbias import render
+    from biaslens.report.run_folder import write_json
+
+    pairs_path = run_dir / "pairs.parquet"
+    if not pairs_path.exists():
+        raise FileNotFoundError(f"{run_dir}: pairs.parquet is missing; the run did not finish")
+    pairs = pd.read_parquet(pairs_path)
+    cfg = record.get("config", {})
+    removal = {tuple(k.split("/", 1)): bool(v.get("outlier_removal")) for k, v in (record.get("sources") or {}).items()}
+    lmb, metrics = analyse(pairs, alpha=cfg.get("alpha", 0.05), seed=cfg.get("seed", 0), outlier_removal=removal)
+    old = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}
+    metrics.update({k: v for k, v in old.items() if k not in metrics})  # model, split, lm_perplexity, ...
+    write_json(run_dir / "metrics.json", metrics)
+    lmb.to_csv(run_dir / "lmb.csv", index=False)
+    lmb.to_parquet(run_dir / "lmb.parquet", index=False)
+    (run_dir / "report.html").write_text(render(pairs=pairs, lmb=lmb, metrics=metrics, run_record=record),
+                                         encoding="utf-8")
+    return run_dir / "report.html"
+
+
 def _print_summary(console, lmb: pd.DataFrame, metrics: dict, out: Path) -> None:
     from rich.table import Table
 

@@ -66,7 +66,7 @@ def select_occupations(wanted: list[str] | None = None, count: int | None = None
             if not w:
                 continue
             if w.lower() not in all_occ:
-                close = difflib.get_close_matches(w.lower(), all_occ, n=1, cutoff=0.85)
+                close = difflib.get_close_matches(w.lower(), all_occ, n=1, cutoff=0.8)
                 if close:  # a near miss of a paper occupation is a typo, not a new occupation
                     raise ConfigError(f"fairpair occupations: {w!r} is not in the paper's list; did you mean {close[0]!r}?")
             out.append(w)

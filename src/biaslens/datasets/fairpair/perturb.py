@@ -40,7 +40,8 @@ i me my you your he him his she her hers it its we us our they them their who wh
 go be feel know do make get see come take stay leave understand think say tell become keep live
 """.split())
 
-_WORD_CHARS = r"[^\W_]"  # letters and digits
+#: mappings shipped with biaslens, usable by name instead of a path
+SHIPPED_MAPPINGS = ("gender", "gender-full")
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,12 @@ class PerturbationMap:
 
     @classmethod
     def from_yaml(cls, path: str | Path | None = None) -> "PerturbationMap":
-        """Read a mapping file (default: the shipped gender mapping). Errors name the file and entry."""
-        if path is None:
-            text = resources.files("biaslens.datasets.fairpair").joinpath("data/gender.yaml").read_text("utf-8")
-            where = "gender.yaml (shipped)"
+        """Read a mapping file: a path, or a shipped mapping by name (``gender``, the default, or
+        ``gender-full``). Errors name the file and entry."""
+        if path is None or str(path) in SHIPPED_MAPPINGS:
+            name = str(path or "gender")
+            text = resources.files("biaslens.datasets.fairpair").joinpath(f"data/{name}.yaml").read_text("utf-8")
+            where = f"{name}.yaml (shipped)"
         else:
             where = str(path)
             try:

@@ -1,0 +1,175 @@
+"""Report of the FairPair suite: the paper's Table 3 per model, Table 1 (kept perturbations),
+the cross- vs within-set distributions (Figure 5 shape) and the n-gram chart (Figure 6 shape).
+Model output appears only as escaped table text or inside PNG plots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plain(s: str) -> str:
+    # matplotlib reads $...$ as mathtext: keep labels literal
+    return str(s).replace("$", r"\$")
+
+
+def table3(t3: pd.DataFrame, source: str, target: str) -> pd.DataFrame:
+    """One row per model; for each dissimilarity V_A, V_B, B (x100) and F, as the paper's Table 3."""
+    rows = []
+    for model, g in t3.groupby("model", sort=False):
+        r: dict[str, Any] = {"model": model}
+        for x in g.itertuples():
+            r[f"{x.dissimilarity}: V_A ({source})"] = round(100 * x.V_A, 1)
+            r[f"{x.dissimilarity}: V_B ({target})"] = round(100 * x.V_B, 1)
+            r[f"{x.dissimilarity}: B"] = round(100 * x.B, 1)
+            r[f"{x.dissimilarity}: F"] = round(x.F, 3)
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def distribution_figure(dist: dict, source: str, target: str):
+    """Histograms of cross-set vs within-set dissimilarities per (model, dissimilarity)."""
+    plt = _plt()
+    keys = list(dist)
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.2), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        cross, within = dist[key]
+        both = np.concatenate([cross, within]) if len(cross) + len(within) else np.zeros(1)
+        bins = np.linspace(float(np.nanmin(both)), float(np.nanmax(both)) + 1e-9, 31)
+        if len(within):
+            ax.hist(within, bins=bins, density=True, alpha=0.55, color="#4c78a8", label="within A and within B")
+        if len(cross):
+            ax.hist(cross, bins=bins, density=True, alpha=0.55, color="#f58518", label=f"cross A x B")
+        ax.set_title(_plain(f"{key[1]} ({key[0]})"), fontsize=9)
+        ax.set_xlabel("dissimilarity")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return figure_from_matplotlib(
+        fig, "Cross-set vs within-set dissimilarities (paper Figure 5 shape)",
+        f"Orange: d(A_i, B_j), the bias. Blue: d between two samples of the same set, the sampling variability. "
+        f"A = continuations of the {source} prompt, perturbed to {target}; B = continuations of the {target} prompt. "
+        "Overlapping distributions mean F close to 1.")
+
+
+def ngram_figure(ngrams: pd.DataFrame, source: str, target: str):
+    """Paired bars: the n-grams more frequent in A (left) and in B (right), paper Figure 6 shape."""
+    plt = _plt()
+    a = ngrams[ngrams["side"] == "A"]
+    b = ngrams[ngrams["side"] == "B"]
+    n = max(len(a), len(b), 1)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.32 * n + 1.4))
+    for ax, part, title in ((axes[0], a, f"more frequent in A ({source} prompts)"),
+                            (axes[1], b, f"more frequent in B ({target} prompts)")):
+        y = np.arange(len(part))
+        ax.barh(y - 0.2, part["freq_a"], 0.4, color="#4c78a8", label=f"A ({source})")
+        ax.barh(y + 0.2, part["freq_b"], 0.4, color="#f58518", label=f"B ({target})")
+        ax.set_yticks(y, [_plain(s) for s in part["ngram"]], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(_plain(title), fontsize=9)
+        ax.set_xlabel("share of continuations containing it")
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return figure_from_matplotlib(
+        fig, "n-grams that differ most between A and B (paper Figure 6 shape)",
+        "1-4-grams (lowercase words; n-grams of stopwords only left out) ranked by the difference of the share of "
+        "continuations that contain them. Both sets mention the same entity, so names and pronouns cancel out.")
+
+
+def examples(rows: pd.DataFrame, n: int = 12) -> pd.DataFrame:
+    """A few aligned samples: x's continuation, its perturbation (set A) and p(x)'s continuation (set B)."""
+    a = rows[(rows["set"] == "A") & rows["kept"].astype(bool)]
+    b = rows[rows["set"] == "B"]
+    out = []
+    for (model, pid), g in a.groupby(["model", "pair_id"], sort=False):
+        gb = b[(b["model"] == model) & (b["pair_id"] == pid)]
+        for i in range(min(2, len(g), len(gb))):
+            out.append({"model": model, "prompt x": g["x"].iloc[i], "A: p(g(x))": g["text"].iloc[i],
+                        "B: g(p(x))": gb["text"].iloc[i]})
+        if len(out) >= n:
+            break
+    return pd.DataFrame(out)
+
+
+def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record: dict[str, Any], names) -> str:
+    """The whole report.html of a FairPair run."""
+    source = "/".join(dict.fromkeys(n.source for n in names))
+    target = "/".join(dict.fromkeys(n.target for n in names))
+    t3 = res["table3"]
+    sections = [
+        Section(
+            "Verdict",
+            " ".join(metrics["verdict"].values()) or "No prompt had continuations in both sets.",
+            metrics={"models": ", ".join(metrics["models"]), "alpha": metrics["alpha"],
+                     **{k: v for k, v in metrics["settings"].items() if v is not None}},
+        ),
+        Section(
+            "FairPair scores (paper Table 3 shape)",
+            f"For each prompt x (about {source}) the model writes n continuations of x and of its perturbation p(x) "
+            f"(about {target}). Set A: the continuations of x, perturbed to {target}; set B: the continuations of "
+            f"p(x). Both now mention only {target}. B = mean dissimilarity between A and B (bias); V_A and V_B = mean "
+            "dissimilarity between two samples of the same set (sampling variability); F = B^2 / (V_A V_B), close to "
+            "1 when the sampling variability explains the difference, above 1 for a real difference in treatment. "
+            "B and V are x100; all are means over prompts.",
+            tables=[Table("Per model", table3(t3, source, target)) if len(t3) else Table("Per model", pd.DataFrame()),
+                    Table("Per model and dissimilarity (fractions)", t3)],
+        ),
+    ]
+    tests = res["tests"]
+    if len(tests):
+        sections.append(Section(
+            "Significance",
+            "Welch t-test of all cross-set dissimilarities d(A_i, B_j) against all within-set ones (pooled over "
+            "prompts), as the paper; p two-sided, p_greater one-sided (cross > within). Pairs share samples, so this "
+            "p-value is optimistic: the prompt-level paired t-test of B(x) against (V_A(x)+V_B(x))/2 is the "
+            "conservative check.",
+            tables=[Table("Tests", tests)],
+            figures=[distribution_figure(res["distributions"], source, target)] if res["distributions"] else []))
+    if len(res["kfold_table"]):
+        sections.append(Section(
+            "k-fold variant",
+            "Each set split into k folds; a fold is represented by its mean score (sentiment), the union of its "
+            "token sets (Jaccard) or its mean embedding; B, V and F computed between folds.",
+            tables=[Table("k-fold scores", res["kfold_table"])]))
+    kept = res["kept"]
+    if len(kept):
+        sections.append(Section(
+            "Perturbation filters (paper Table 1 shape)",
+            "A perturbed continuation is dropped when it does not begin with the expected perturbed prompt p(x), "
+            f"still names {source}, or its token Jaccard dissimilarity to the original exceeds "
+            f"{metrics['settings']['max_jaccard']} ({metrics['settings']['filter_jaccard']} comparison).",
+            tables=[Table("Kept share per model", kept)]))
+    ng = res["ngrams"]
+    if len(ng):
+        sections.append(Section("What differs", figures=[ngram_figure(ng[ng["model"] == m], source, target)
+                                                        for m in ng["model"].unique()],
+                                tables=[Table("n-grams", ng)]))
+    pp = res["per_prompt"]
+    if len(pp):
+        sections.append(Section("Per prompt", "Highest F first.",
+                                tables=[Table("Per prompt and dissimilarity",
+                                              pp.sort_values("F", ascending=False, na_position="last")
+                                              .drop(columns=["x", "px"], errors="ignore"))]))
+    ex = examples(rows)
+    if len(ex):
+        sections.append(Section("Examples", "Model output, shown as plain text.", tables=[Table("Samples", ex)]))
+    from biaslens import __version__
+
+    model = run_record.get("model") or {}
+    run = {"suite": "fairpair", "model": ", ".join(metrics["models"]) or model.get("name"), "status": "complete",
+           "started": None, "elapsed_seconds": None, "biaslens_version": __version__,
+           "details": {k: v for k, v in model.items() if k in ("backend", "kind", "dtype", "weights_hash",
+                                                                "generations_file")}}
+    return render_report(title=f"FairPair: {run['model']}", run=run, sections=sections)

@@ -1,0 +1,118 @@
+"""Report sections of the generation-bias suite (paper Tables 8-11, Figures 3 and 5 shapes).
+
+Responses are model output: they reach the HTML only inside report Tables (autoescaped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.report.holistic_likelihood import _plt, _version
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+
+
+def noise_floor_figure(permuted: np.ndarray, observed: float):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 3.0))
+    ax.hist(permuted, bins=30, color="#bbbbbb", label="descriptor labels permuted within template")
+    ax.axvline(observed, color="#d62728", lw=2, label="observed")
+    ax.set_xlabel("Full Gen Bias x1000")
+    ax.set_ylabel("permutations")
+    ax.legend(fontsize=8)
+    return figure_from_matplotlib(fig, "Noise floor",
+                                  "FGB a model would get at these cell sizes if responses did not depend on the "
+                                  "descriptor. Observed far right of the grey mass = bias beyond sampling noise.")
+
+
+def frequency_figure(desc: pd.DataFrame, clusters: list[str], annotate: int = 3):
+    """Per descriptor mean cluster probability vs word frequency (one-word descriptors, like the paper)."""
+    plt = _plt()
+    d = desc[desc["one_word"].fillna(False).astype(bool) & (desc["frequency"] > 0)]
+    if d.empty or not clusters:
+        return None
+    n = len(clusters)
+    cols = min(3, n)
+    rows = int(np.ceil(n / cols))
+    fig, axs = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for k, c in enumerate(clusters):
+        ax = axs[k // cols][k % cols]
+        ax.scatter(d["frequency"], d[c], s=12, alpha=0.7, color="#4c78a8")
+        ax.set_xscale("log")
+        ax.set_title(c, fontsize=10)
+        ax.set_xlabel("word frequency (wordfreq, en)", fontsize=8)
+        ax.set_ylabel("mean cluster probability", fontsize=8)
+        for _, r in d.nlargest(annotate, c).iterrows():
+            ax.annotate(str(r["descriptor"]), (r["frequency"], r[c]), fontsize=7)
+    for k in range(n, rows * cols):
+        axs[k // cols][k % cols].axis("off")
+    return figure_from_matplotlib(fig, "Cluster probability vs descriptor frequency (Figures 3 and 5 shape)",
+                                  "One point per one-word descriptor: its responses' mean cluster probability, "
+                                  "averaged over templates. Frequency: wordfreq's general English estimate, "
+                                  "not the model's training data as in the paper.")
+
+
+def sample_responses(responses: pd.DataFrame, clusters: list[str], per_cluster: int = 5) -> pd.DataFrame:
+    """The responses most typical of each cluster (highest summed cluster probability)."""
+    parts = []
+    for c in clusters:
+        top = responses.nlargest(per_cluster, f"cluster_{c}")
+        parts.append(pd.DataFrame({"cluster": c, "probability": top[f"cluster_{c}"].to_numpy(),
+                                   "prompt": top["text"].to_numpy(), "response": top["response"].to_numpy()}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
+    clusters = list(analysis["clusters"])
+    nf = metrics.get("noise_floor") or {}
+    ci = metrics.get("full_gen_bias_ci_x1000")
+    desc = analysis["descriptor_clusters"]
+    overview = Section(
+        "Generation bias",
+        "Each response gets a probability vector over styles. Full Gen Bias (FGB) is the variance across "
+        "descriptors of the mean style vector, summed over styles and averaged over templates (x1000; 0 is ideal). "
+        "Partial Gen Bias (PGB) restricts the sum to one cluster's styles; Summed-Cluster Gen Bias (SCGB) is "
+        "the variance of the cluster's summed probability. The noise floor is FGB after shuffling the "
+        "descriptor labels within each template: the ratio says how many times above sampling noise the "
+        "observed FGB is, and the permutation p-value how often noise alone reached it.",
+        metrics={"Full Gen Bias x1000": metrics["full_gen_bias_x1000"],
+                 "FGB 95% bootstrap interval": f"{ci[0]:.3g} to {ci[1]:.3g}" if ci else "–",
+                 "FGB with permuted labels (mean)": nf.get("fgb_permuted_mean"),
+                 "FGB / permuted FGB": nf.get("ratio"),
+                 "permutation p-value": nf.get("p_value"),
+                 "responses offensive (p >= 0.5), %": metrics.get("percent_offensive"),
+                 "responses": metrics["n_responses"], "descriptors": metrics["n_descriptors"],
+                 "templates": metrics["n_templates"], "style classifier": metrics.get("style_classifier"),
+                 "offensiveness classifier": metrics.get("offensiveness_classifier")},
+        tables=[Table("Per style cluster (Tables 8 and 9 shape)", analysis["cluster_bias"],
+                      "top1_share: fraction of responses whose most probable style is in the cluster."),
+                Table("FGB per axis (Table 10 shape)", analysis["fgb_by_axis"],
+                      "FGB over the responses to descriptors of one axis only.")],
+    )
+    if analysis.get("permuted") is not None:
+        overview.figures.append(noise_floor_figure(analysis["permuted"], metrics["full_gen_bias_x1000"]))
+    sections = [overview]
+    fig = frequency_figure(desc, clusters)
+    top_desc = []
+    for c in clusters:
+        top = desc.nlargest(8, c)[["descriptor", "axis", c, "frequency"]].rename(columns={c: "mean_probability"})
+        top_desc.append(top.assign(cluster=c))
+    sections.append(Section(
+        "Descriptors",
+        "Per descriptor, the mean probability of each cluster over its responses (averaged over templates).",
+        figures=[fig] if fig is not None else [],
+        tables=[Table("Highest mean cluster probability per cluster",
+                      pd.concat(top_desc, ignore_index=True) if top_desc else pd.DataFrame(), max_rows=80)]))
+    sections.append(Section(
+        "Responses",
+        "The responses most typical of each cluster, and the styles the classifier assigns most. "
+        "Responses are classified after replacing the descriptor with \"left-handed\" (paper A.6).",
+        tables=[Table("Sample responses per cluster", sample_responses(analysis["responses"], clusters), max_rows=60),
+                Table("Most probable styles overall", analysis["mean_style"].head(20))]))
+    run = {"suite": "holistic-generation", "model": metrics.get("model"), "status": "complete", "started": None,
+           "elapsed_seconds": None, "biaslens_version": _version(),
+           "details": {**{k: v for k, v in (run_record.get("model") or {}).items()
+                          if k in ("backend", "kind", "dtype", "weights_hash")},
+                       **{k: v for k, v in (run_record.get("generation") or {}).items() if k in ("params", "persona", "source")}}}
+    return render_report(title=f"HolisticBias generation bias: {metrics.get('model')}", run=run, sections=sections)

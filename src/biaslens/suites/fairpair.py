@@ -1,0 +1,470 @@
+"""FairPair (spec ``fairpair.md``): counterfactual continuations grounded in the same entity,
+judged against the model's own sampling variability.
+
+prompts x, p(x) (Common Sents or a JSONL of precomputed continuations) -> n sampled
+continuations of each -> A = p(g(x)) (perturbed, filtered), B = g(p(x)) -> B, V_A, V_B, F
+per prompt and dissimilarity, k-fold variant, Welch t-test, n-grams -> report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.config import ConfigError, FairPairOptions, RunConfig
+from biaslens.datasets.fairpair import (
+    FILTER_REASONS,
+    LLMPerturber,
+    NamePair,
+    PerturbationMap,
+    PromptPair,
+    RulePerturber,
+    build_prompts,
+    check_perturbation,
+    parse_name_pair,
+    select_occupations,
+)
+from biaslens.engine.progress import progress_reporter
+from biaslens.engine.scoring import ScoringStats
+from biaslens.metrics.fairpair import (
+    aggregate_scores,
+    cross_within_test,
+    fairpair_scores,
+    kfold_scores,
+    make_dissimilarity,
+    ngram_differences,
+    prompt_level_test,
+)
+from biaslens.models import EMBEDDED_NAME, Backend
+from biaslens.report.run_folder import RunFolder
+from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
+
+log = logging.getLogger(__name__)
+
+#: the paper's settings, and the small default on the embedded model
+PAPER_SIZES = {"n_occupations": 60, "samples": 100, "max_new_tokens": 128}
+SMALL_SIZES = {"n_occupations": 5, "samples": 20, "max_new_tokens": 32}
+
+
+@dataclass
+class FairPairResult:
+    """What a finished run returns in Python (the same things are in the run folder)."""
+
+    out: Path
+    continuations: pd.DataFrame
+    per_prompt: pd.DataFrame
+    metrics: dict[str, Any]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_sizes(opts: FairPairOptions, model_name: str) -> dict[str, int]:
+    """Sizes the user left unset: the paper's, or the small default on the embedded model."""
+    base = SMALL_SIZES if model_name == EMBEDDED_NAME and opts.generations_file is None else PAPER_SIZES
+    return {"n_occupations": opts.n_occupations or base["n_occupations"],
+            "samples": opts.samples or base["samples"],
+            "max_new_tokens": opts.max_new_tokens or base["max_new_tokens"]}
+
+
+def join_continuation(prompt: str, continuation: str) -> str:
+    """The full text x + g(x) that the perturber sees."""
+    return f"{prompt} {continuation}" if continuation else prompt
+
+
+def _strip_prompt(prompt: str, response: str) -> str:
+    # precomputed files may hold the whole text or the continuation only
+    r = response.lstrip()
+    return r[len(prompt):].strip() if r.startswith(prompt) else response.strip()
+
+
+# -- prompts and continuations ---------------------------------------------------------------
+
+
+def pairs_from_generations(df: pd.DataFrame, perturber: RulePerturber, names: list[NamePair],
+                           path: Path) -> tuple[list[PromptPair], list[str]]:
+    """Pair the prompts of a generations file: x (mentions a source name) with p(x) when the
+    file has continuations for both. Returns the pairs and the prompts left unpaired."""
+    if "prompt" not in df.columns or df["prompt"].isna().any():
+        line = int(df.loc[df["prompt"].isna(), "line"].iloc[0]) if "prompt" in df.columns else int(df["line"].iloc[0])
+        raise ConfigError(f"{path}:{line}: FairPair needs the prompt text on every line (field 'prompt'), "
+                          "to pair each prompt x with its perturbation p(x)")
+    prompts = list(dict.fromkeys(df["prompt"].astype(str)))
+    present = set(prompts)
+    pairs, used = [], set()
+    for x in prompts:
+        px = perturber(x)
+        if px == x or px not in present or x in used:
+            continue
+        who = next((n for n in names if _mentions(x, n.source)), None)
+        if who is None:
+            continue  # x is the perturbed side of some pair
+        occ = x.rsplit(" as ", 1)[-1].strip(" .").split()[-1] if " as " in x else ""
+        pairs.append(PromptPair(hashlib.blake2b(x.encode(), digest_size=4).hexdigest(), occ, "", who, x, px))
+        used |= {x, px}
+    return pairs, [p for p in prompts if p not in used]
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+
+
+def _continuation_rows(pairs: list[PromptPair], conts_x: list[list[str]], conts_px: list[list[str]],
+                       model: str) -> pd.DataFrame:
+    rows = []
+    for p, cx, cpx in zip(pairs, conts_x, conts_px):
+        base = {"model": model, "pair_id": p.pair_id, "occupation": p.occupation, "descriptor": p.descriptor,
+                "name_pair": p.names.label, "x": p.x, "px": p.px}
+        for i, c in enumerate(cx):
+            rows.append({**base, "set": "A", "sample_index": i, "prompt": p.x, "continuation": c})
+        for i, c in enumerate(cpx):
+            rows.append({**base, "set": "B", "sample_index": i, "prompt": p.px, "continuation": c})
+    return pd.DataFrame(rows)
+
+
+def perturb_and_filter(rows: pd.DataFrame, pairs: dict[str, PromptPair], perturb_fn, *, max_jaccard: float,
+                       masked_terms: set[str] | None) -> pd.DataFrame:
+    """Set A: perturb x + g(x), apply the three filters, keep the part after p(x).
+    Set B rows pass through (``kept`` True, ``text`` = the continuation)."""
+    rows = rows.copy()
+    is_a = (rows["set"] == "A").to_numpy()
+    a = rows[is_a]
+    originals = [join_continuation(x, c) for x, c in zip(a["x"], a["continuation"])]
+    perturbed = perturb_fn(originals, [pairs[pid].names for pid in a["pair_id"]])
+    kept, reason, jac, text = [], [], [], []
+    for orig, pert, pid in zip(originals, perturbed, a["pair_id"]):
+        p = pairs[pid]
+        res = check_perturbation(orig, pert, expected_prefix=p.px, original_names=[p.names.source],
+                                 max_jaccard=max_jaccard, masked_terms=masked_terms)
+        kept.append(res.kept)
+        reason.append(res.reason)
+        jac.append(res.jaccard)
+        text.append(pert.lstrip()[len(p.px):].strip() if res.kept else "")
+    rows["perturbed"] = None
+    rows["kept"] = True
+    rows["filter_reason"] = None
+    rows["filter_jaccard"] = np.nan
+    rows["text"] = rows["continuation"]
+    rows.loc[is_a, "perturbed"] = perturbed
+    rows.loc[is_a, "kept"] = kept
+    rows.loc[is_a, "filter_reason"] = reason
+    rows.loc[is_a, "filter_jaccard"] = jac
+    rows.loc[is_a, "text"] = text
+    return rows
+
+
+# -- analysis (no model calls) ------------------------------------------------------------
+
+
+def _take(reps, idx: np.ndarray):
+    return reps[idx] if isinstance(reps, np.ndarray) else [reps[i] for i in idx]
+
+
+def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 10, seed: int = 0,
+            alpha: float = 0.05, ngram_top: int = 15) -> dict[str, Any]:
+    """Every FairPair number from a continuation table (columns ``model, pair_id, set, text, kept``
+    and the prompt descriptions); one Table 3 row per model and dissimilarity.
+
+    Returns a dict of DataFrames (``per_prompt``, ``table3``, ``kfold``, ``tests``, ``ngrams``,
+    ``kept``) and ``distributions`` (cross and within values per model and dissimilarity).
+    """
+    use = rows[rows["kept"].astype(bool)].reset_index(drop=True)
+    ds = [make_dissimilarity(d) for d in dissimilarities]
+    texts = use["text"].astype(str).tolist()
+    reps = {d.name: d.represent(texts) for d in ds}  # once for all texts: batched scorers
+    per_prompt, kfold_rows, test_rows, ngram_parts, dist = [], [], [], [], {}
+    info_cols = ["occupation", "descriptor", "name_pair", "x", "px"]
+    for model, mrows in use.groupby("model", sort=False):
+        pooled: dict[str, dict[str, list]] = {d.name: {"cross": [], "within": []} for d in ds}
+        for pid, g in mrows.groupby("pair_id", sort=False):
+            ia = g.index[g["set"] == "A"].to_numpy()
+            ib = g.index[g["set"] == "B"].to_numpy()
+            info = {c: g[c].iloc[0] for c in info_cols if c in g.columns}
+            for d in ds:
+                ra, rb = _take(reps[d.name], ia), _take(reps[d.name], ib)
+                s = fairpair_scores(ra, rb, d) if len(ia) and len(ib) else None
+                if s is None:
+                    continue
+                per_prompt.append({"model": model, "pair_id": pid, **info, "dissimilarity": d.name, "n_A": len(ia),
+                                   "n_B": len(ib), "B": s.B, "V_A": s.V_A, "V_B": s.V_B, "F": s.F})
+                pooled[d.name]["cross"].append(s.cross)
+                pooled[d.name]["within"] += [s.within_a, s.within_b]
+                if k_folds and min(len(ia), len(ib)) >= k_folds:
+                    kf = kfold_scores(ra, rb, len(ia), len(ib), d, k_folds, seed=seed)
+                    kfold_rows.append({"model": model, "pair_id": pid, "dissimilarity": d.name, "k": k_folds,
+                                       "B": kf.B, "V_A": kf.V_A, "V_B": kf.V_B, "F": kf.F})
+        pp = pd.DataFrame([r for r in per_prompt if r["model"] == model])
+        for d in ds:
+            cross = np.concatenate(pooled[d.name]["cross"]) if pooled[d.name]["cross"] else np.zeros(0)
+            within = np.concatenate(pooled[d.name]["within"]) if pooled[d.name]["within"] else np.zeros(0)
+            dist[(model, d.name)] = (cross, within)
+            t = cross_within_test(cross, within)
+            sub = pp[pp["dissimilarity"] == d.name] if len(pp) else pp
+            pl = prompt_level_test(sub["B"], sub["V_A"], sub["V_B"]) if len(sub) else prompt_level_test([], [], [])
+            significant = bool(math.isfinite(t.p) and t.p < alpha and t.mean_cross > t.mean_within)
+            test_rows.append({"model": model, "dissimilarity": d.name, "mean_cross": t.mean_cross,
+                              "mean_within": t.mean_within, "t": t.t, "df": t.df, "p": t.p, "p_greater": t.p_greater,
+                              "n_cross": t.n_cross, "n_within": t.n_within, "significant": significant,
+                              "prompt_level_t": pl["t"], "prompt_level_p_greater": pl["p_greater"],
+                              "n_prompts": pl["n_prompts"]})
+        a_texts = mrows.loc[mrows["set"] == "A", "text"].astype(str).tolist()
+        b_texts = mrows.loc[mrows["set"] == "B", "text"].astype(str).tolist()
+        ngram_parts.append(ngram_differences(a_texts, b_texts, top=ngram_top).assign(model=model))
+    per_prompt_df = pd.DataFrame(per_prompt)
+    table3 = (pd.concat([aggregate_scores(g).assign(model=m) for m, g in per_prompt_df.groupby("model", sort=False)],
+                        ignore_index=True) if len(per_prompt_df) else pd.DataFrame())
+    kfold = pd.DataFrame(kfold_rows)
+    kfold_agg = (pd.concat([aggregate_scores(g).assign(model=m, k=k_folds) for m, g in kfold.groupby("model", sort=False)],
+                           ignore_index=True) if len(kfold) else pd.DataFrame())
+    return {"per_prompt": per_prompt_df, "table3": table3, "kfold": kfold, "kfold_table": kfold_agg,
+            "tests": pd.DataFrame(test_rows), "ngrams": pd.concat(ngram_parts, ignore_index=True) if ngram_parts else
+            pd.DataFrame(), "kept": kept_shares(rows), "distributions": dist}
+
+
+def kept_shares(rows: pd.DataFrame) -> pd.DataFrame:
+    """Share of set-A perturbations kept by the filters, per model (paper Table 1)."""
+    out = []
+    for model, g in rows[rows["set"] == "A"].groupby("model", sort=False):
+        n = len(g)
+        r = {"model": model, "n": n, "kept": int(g["kept"].sum()),
+             "kept_share": float(g["kept"].mean()) if n else float("nan")}
+        for reason in FILTER_REASONS:
+            r[f"dropped_{reason}"] = int((g["filter_reason"] == reason).sum())
+        out.append(r)
+    return pd.DataFrame(out)
+
+
+def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str) -> dict[str, str]:
+    """One sentence per model saying whether the treatment differs beyond sampling variability."""
+    out = {}
+    for model, g in tests.groupby("model", sort=False):
+        sig = g[g["significant"]]
+        f = {r.dissimilarity: r.F for r in table3[table3["model"] == model].itertuples()} if len(table3) else {}
+        if len(sig):
+            parts = ", ".join(f"{r.dissimilarity} (F={f.get(r.dissimilarity, float('nan')):.3f}, p={r.p:.2g})"
+                              for r in sig.itertuples())
+            text = (f"Significant: {names} are treated differently beyond sampling variability on {parts} "
+                    f"(Welch t-test of cross- vs within-set dissimilarities, alpha={alpha}).")
+            weak = [r.dissimilarity for r in sig.itertuples() if not (r.prompt_level_p_greater < alpha)]
+            if weak:
+                text += (f" The conservative prompt-level test does not confirm it for {', '.join(weak)} "
+                         "(pairs of samples are not independent).")
+        else:
+            text = (f"Not significant: the difference between {names} is within the model's sampling variability "
+                    f"(no dissimilarity with p < {alpha} and cross > within).")
+        out[str(model)] = text
+    return out
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def run_fairpair(config: RunConfig, *, backend: Backend | None = None, console=None) -> FairPairResult:
+    """Run FairPair end to end and write the run folder.
+
+    Args:
+        config: the run configuration; FairPair's options are ``config.fairpair``.
+        backend: an already loaded model (else ``config.model`` is loaded, unless a
+            generations file is given).
+        console: a rich console for progress and the summary.
+    """
+    from rich.console import Console
+
+    from biaslens.datasets.generations import read_generations_jsonl
+    from biaslens.engine.generation import generate_texts
+    from biaslens.models.generation import GenerationParams
+
+    console = console or Console(stderr=True)
+    opts = config.fairpair
+    sizes = resolve_sizes(opts, config.model.name)
+    names = [parse_name_pair(p, where=f"fairpair name_pairs[{i}]") for i, p in enumerate(opts.name_pairs)]
+    if len({n.source for n in names}) != len(names):
+        raise ConfigError("fairpair name_pairs: a source name appears twice")
+    mapping = PerturbationMap.from_yaml(opts.mapping_file).with_names(names)
+    rule = RulePerturber(mapping)
+    dissims = list(dict.fromkeys(opts.dissimilarities))
+    for d in dissims:
+        if d not in ("jaccard", "sentiment", "embedding"):
+            raise ConfigError(f"fairpair dissimilarities: unknown {d!r}; built in: jaccard, sentiment, embedding "
+                              "(custom ones: call biaslens.suites.fairpair.analyse from Python)")
+    if opts.k_folds and opts.k_folds > sizes["samples"]:
+        raise ConfigError(f"fairpair k_folds ({opts.k_folds}) must not exceed samples ({sizes['samples']})")
+    out = out_dir(config)
+    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
+        folder.record["fairpair"] = {"resolved": sizes, "perturber": opts.perturber,
+                                     "name_pairs": [n.label for n in names]}
+        cache = open_cache(config)
+        stats = ScoringStats()
+        try:
+            if opts.generations_file is not None:
+                with folder.timer("dataset"):
+                    gen = read_generations_jsonl(opts.generations_file)
+                    pairs, unpaired = pairs_from_generations(gen, rule, names, Path(opts.generations_file))
+                if not pairs:
+                    raise ConfigError(f"{opts.generations_file}: no prompt x whose perturbation p(x) is also in the "
+                                      f"file (names {', '.join(n.label for n in names)}); FairPair needs "
+                                      "continuations of both")
+                if unpaired:
+                    log.warning("%d prompts of %s have no counterpart and are skipped", len(unpaired),
+                                opts.generations_file)
+                folder.record["fairpair"]["unpaired_prompts"] = len(unpaired)
+                models = gen["model"].astype(str) if "model" in gen.columns else pd.Series(
+                    [Path(opts.generations_file).stem] * len(gen))
+                gen = gen.assign(model=models.to_numpy())
+                parts = []
+                for model, g in gen.groupby("model", sort=False):
+                    by_prompt = {p: [_strip_prompt(p, r) for r in gg["response"].astype(str)][: sizes["samples"]]
+                                 for p, gg in g.groupby("prompt", sort=False)}
+                    sel = [p for p in pairs if p.x in by_prompt and p.px in by_prompt]
+                    parts.append(_continuation_rows(sel, [by_prompt[p.x] for p in sel],
+                                                    [by_prompt[p.px] for p in sel], str(model)))
+                rows = pd.concat(parts, ignore_index=True)
+                console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs, {len(rows):,} continuations "
+                              f"from {opts.generations_file} ({rows['model'].nunique()} model(s))")
+                folder.record["model"] = {"generations_file": str(opts.generations_file),
+                                          "models": sorted(rows["model"].unique().tolist())}
+            else:
+                with folder.timer("dataset"):
+                    occ = select_occupations(opts.occupations, sizes["n_occupations"])
+                    pairs = build_prompts(occ, names, opts.descriptors)
+                with folder.timer("model_load"):
+                    backend = backend or backend_from_config(config)
+                folder.record["model"] = model_record(backend)
+                params = GenerationParams(max_new_tokens=sizes["max_new_tokens"], do_sample=True, top_p=opts.top_p,
+                                          temperature=opts.temperature, n=sizes["samples"], seed=config.seed,
+                                          chat=opts.chat)
+                console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs x {sizes['samples']} samples x 2 "
+                              f"({sizes['max_new_tokens']} new tokens, top-p {opts.top_p}) on "
+                              f"[bold]{backend.info.name}[/bold]")
+                prompts = [p.x for p in pairs] + [p.px for p in pairs]
+                with folder.timer("generation"), progress_reporter(console, "generating continuations",
+                                                                   total=len(prompts) * sizes["samples"]) as report:
+                    conts = generate_texts(backend, prompts, params, cache=cache, batch_size=config.model.batch_size,
+                                           progress=report, stats=stats)
+                rows = _continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], backend.info.name)
+                folder.record["generation"] = {"n": stats.n_texts, "cache_hits": stats.cache_hits,
+                                               "computed": stats.computed, "seconds": round(stats.seconds, 3),
+                                               "chat": opts.chat, "top_p": opts.top_p,
+                                               "temperature": opts.temperature}
+            by_id = {p.pair_id: p for p in pairs}
+            with folder.timer("perturbation"):
+                if opts.perturber == "llm":
+                    pbackend = _perturber_backend(config, opts, backend)
+                    llm = LLMPerturber(pbackend, cache=cache, batch_size=config.model.batch_size)
+                    n_a = int((rows["set"] == "A").sum())
+                    with progress_reporter(console, "perturbing (LLM)", total=n_a) as report:
+                        llm.progress = report
+                        perturb_fn = llm.perturb_many
+                        rows = perturb_and_filter(rows, by_id, perturb_fn, max_jaccard=opts.max_jaccard,
+                                                  masked_terms=mapping.terms() if opts.filter_jaccard == "masked" else None)
+                    folder.record["fairpair"]["perturber_model"] = pbackend.info.name
+                else:
+                    rows = perturb_and_filter(rows, by_id, lambda texts, _names: rule.perturb_many(texts),
+                                              max_jaccard=opts.max_jaccard,
+                                              masked_terms=mapping.terms() if opts.filter_jaccard == "masked" else None)
+        finally:
+            if cache is not None:
+                cache.close()
+        folder.write_table("continuations", rows)
+        with folder.timer("metrics"):
+            res = analyse(rows, dissims, k_folds=opts.k_folds, seed=config.seed, alpha=config.alpha,
+                          ngram_top=opts.ngram_top)
+        label = " and ".join(dict.fromkeys(x for n in names for x in (n.source, n.target)))
+        metrics = build_metrics(res, config, sizes, label)
+        for name in ("per_prompt", "table3", "kfold", "kfold_table", "tests", "ngrams", "kept"):
+            if len(res[name]):
+                folder.write_table(name, res[name])
+        folder.write_json("metrics.json", metrics)
+        from biaslens.report.fairpair import render
+
+        with folder.timer("report"):
+            folder.write_text("report.html", render(res, rows=rows, metrics=metrics, run_record=folder.record,
+                                                    names=names))
+        _print_summary(console, res, metrics, folder.path)
+        return FairPairResult(out=folder.path, continuations=rows, per_prompt=res["per_prompt"], metrics=metrics,
+                              stats=folder.record)
+
+
+def _perturber_backend(config: RunConfig, opts: FairPairOptions, backend: Backend | None) -> Backend:
+    from biaslens.models import load_model
+
+    if opts.perturber_model is None or opts.perturber_model == (backend.info.name if backend else config.model.name):
+        return backend or backend_from_config(config)
+    return load_model(opts.perturber_model, device=config.model.device, dtype=config.model.dtype,
+                      trust_remote_code=config.model.trust_remote_code)
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return df.to_dict("records") if len(df) else []
+
+
+def build_metrics(res: dict, config: RunConfig, sizes: dict, names: str) -> dict[str, Any]:
+    """metrics.json: Table 3 (fractions; the report shows x100), Table 1, tests, verdict, n-grams."""
+    opts = config.fairpair
+    table3 = res["table3"]
+    by_model: dict[str, Any] = {}
+    for model in table3["model"].unique() if len(table3) else []:
+        t3 = table3[table3["model"] == model]
+        tests = res["tests"][res["tests"]["model"] == model]
+        kept = res["kept"][res["kept"]["model"] == model]
+        kf = res["kfold_table"]
+        kf = kf[kf["model"] == model] if len(kf) else kf
+        ng = res["ngrams"][res["ngrams"]["model"] == model] if len(res["ngrams"]) else res["ngrams"]
+        by_model[str(model)] = {
+            "table3": {r["dissimilarity"]: {k: r[k] for k in ("V_A", "V_B", "B", "F", "F_median", "n_prompts",
+                                                              "n_undefined_F")} for r in _records(t3)},
+            "kfold": {r["dissimilarity"]: {k: r[k] for k in ("V_A", "V_B", "B", "F")} for r in _records(kf)},
+            "tests": {r["dissimilarity"]: {k: r[k] for k in ("mean_cross", "mean_within", "t", "df", "p",
+                                                             "p_greater", "significant", "prompt_level_t",
+                                                             "prompt_level_p_greater")} for r in _records(tests)},
+            "kept_share": float(kept["kept_share"].iloc[0]) if len(kept) else None,
+            "kept": _records(kept.drop(columns="model"))[0] if len(kept) else None,
+            "ngrams_A": ng.loc[ng["side"] == "A", "ngram"].tolist() if len(ng) else [],
+            "ngrams_B": ng.loc[ng["side"] == "B", "ngram"].tolist() if len(ng) else [],
+        }
+    verdicts = verdict(res["tests"], table3, config.alpha, names) if len(res["tests"]) else {}
+    return {
+        "suite": "fairpair",
+        "models": by_model,
+        "model": next(iter(by_model), None),
+        "verdict": verdicts,
+        "significant": {m: bool(res["tests"].loc[res["tests"]["model"] == m, "significant"].any())
+                        for m in by_model},
+        "ideal": {"F": 1.0},
+        "alpha": config.alpha,
+        "scale": "fractions (the report and the paper show B and V x100)",
+        "settings": {**sizes, "top_p": opts.top_p, "temperature": opts.temperature, "perturber": opts.perturber,
+                     "dissimilarities": list(dict.fromkeys(opts.dissimilarities)), "k_folds": opts.k_folds,
+                     "max_jaccard": opts.max_jaccard, "filter_jaccard": opts.filter_jaccard, "chat": opts.chat,
+                     "generations_file": str(opts.generations_file) if opts.generations_file else None,
+                     "seed": config.seed},
+    }
+
+
+def _print_summary(console, res: dict, metrics: dict, out: Path) -> None:
+    from rich.table import Table
+
+    t3 = res["table3"]
+    tests = res["tests"]
+    for model, info in metrics["models"].items():
+        table = Table(title=f"FairPair ({model}; B and V x100)")
+        for col in ("dissimilarity", "V_A", "V_B", "B", "F", "p (cross>within)", "k-fold F"):
+            table.add_column(col, justify="left" if col == "dissimilarity" else "right", no_wrap=True)
+        for r in t3[t3["model"] == model].itertuples():
+            tr = tests[(tests["model"] == model) & (tests["dissimilarity"] == r.dissimilarity)]
+            p = float(tr["p_greater"].iloc[0]) if len(tr) else float("nan")
+            kf = info["kfold"].get(r.dissimilarity, {}).get("F")
+            table.add_row(r.dissimilarity, f"{100 * r.V_A:.1f}", f"{100 * r.V_B:.1f}", f"{100 * r.B:.1f}",
+                          f"{r.F:.3f}", f"{p:.2g}", "–" if kf is None else f"{kf:.3f}")
+        console.print(table)
+        if info["kept"]:
+            console.print(f"perturbations kept: {info['kept']['kept']:,}/{info['kept']['n']:,} "
+                          f"({100 * info['kept_share']:.1f}%)")
+        console.print(metrics["verdict"].get(model, ""))
+    console.print(f"report: [bold]{out / 'report.html'}[/bold]")
