@@ -19,8 +19,11 @@ import pytest
 
 from biaslens.paths import cache_dir as _default_cache_dir
 
-#: where the converted embedded model lives (decided before any test changes the env)
-MODEL_CACHE_ROOT: Path = _default_cache_dir()
+#: where the converted embedded model lives, decided once before any test changes the env
+#: (kept in the environment so a second import of this file, e.g. as ``tests.conftest``
+#: after the session fixture has set BIASLENS_CACHE_DIR, still finds the shared model)
+os.environ.setdefault("BIASLENS_TEST_MODEL_CACHE", str(_default_cache_dir()))
+MODEL_CACHE_ROOT: Path = Path(os.environ["BIASLENS_TEST_MODEL_CACHE"])
 
 os.environ.setdefault("BIASLENS_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -146,13 +146,17 @@ def test_scoring_uses_cache_and_keeps_order(call_cache_dir):
     cache.close()
 
 
-def _writer(path: str, worker: int, n: int, barrier, errors) -> None:
+def _writer(path: str, worker: int, n: int, barrier, errors, spans) -> None:
+    import time
+
     try:
         cache = CallCache(path, timeout=60)
         barrier.wait(timeout=60)
+        t0 = time.time()
         for i in range(n):  # one transaction per key: as much lock contention as possible
             key = f"w{worker}-{i:05d}"
             cache.put_many({key: f"value {worker} {i} ".encode() * (1 + i % 7)})
+        spans.put((t0, time.time()))
         cache.close()
     except BaseException as e:  # reported to the parent, which fails the test
         errors.put(f"worker {worker}: {type(e).__name__}: {e}")
@@ -163,13 +167,15 @@ def test_two_processes_write_one_cache_at_once(call_cache_dir):
     path = call_cache_dir / "calls.sqlite"
     CallCache(path).close()  # create the schema first, as a run would
     ctx = mp.get_context("spawn")
-    barrier, errors = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(path), w, 2000, barrier, errors)) for w in range(2)]
+    barrier, errors, spans = ctx.Barrier(2), ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(str(path), w, 2000, barrier, errors, spans)) for w in range(2)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(timeout=120)
     assert all(p.exitcode == 0 for p in procs), [errors.get() for _ in range(errors.qsize())]
+    (a0, a1), (b0, b1) = spans.get(timeout=5), spans.get(timeout=5)
+    assert max(a0, b0) < min(a1, b1)  # the two writers really overlapped
     cache = CallCache(path)
     assert len(cache) == 4000
     rows = cache._conn.execute("SELECT key, value, checksum FROM calls").fetchall()

@@ -98,8 +98,9 @@ def test_dataset_export(cli, tmp_path):
     assert ".parquet" in _one_error_line(bad) and not (tmp_path / "x.txt").exists()
 
 
-def test_fake_run_and_report(cli, tmp_path):
-    out = tmp_path / "run"
+def test_fake_run_and_report(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # the report path must not be wrapped, even in a narrow log
+    out = tmp_path / "a-rather-long-folder-name-[with brackets]-so-the-path-is-longer-than-80" / "run"
     r = cli("run", "--model", "fake", "--sample", "300", "--out", str(out), "--cache-dir", str(tmp_path / "cache"))
     assert r.exit_code == 0, r.output
     assert str(out / "report.html") in r.output

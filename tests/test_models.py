@@ -320,3 +320,19 @@ def test_masked_lm_suite_uses_seat_templates(tiny_bert, tmp_path):
     assert len(sig) > 0 and set(sig["template"].astype(str)) <= set(SEAT_TEMPLATES)
     assert set(sig["axis"].astype(str)) == {"ability", "age"}
     assert result.metrics["scoring"].startswith("pseudo-log-likelihood")
+
+
+@pytest.mark.slow
+def test_embedded_empty_and_one_token_texts(embedded_model):
+    from biaslens.models.hf import HFCausalBackend
+
+    info = type(embedded_model.info)(**{**embedded_model.info.__dict__, "start_token": None})
+    plain = HFCausalBackend(embedded_model.model, embedded_model.tokenizer, info, score_first_token=False)
+    empty, one, more = plain.score_batch(["", "Hi", "Hello there friend."])
+    assert empty.n_tokens == 0 and empty.offsets.shape == (0, 2) and math.isnan(empty.perplexity())
+    assert one.n_tokens == 0  # one token and no start token: nothing to predict
+    assert more.n_tokens == more.offsets.shape[0] == 3
+    e, h = embedded_model.score_batch(["", "Hi"])
+    assert e.n_tokens == 0 and h.n_tokens == 1
+    for s in (empty, one, more, e, h):  # consistent records survive the cache round trip
+        assert TokenScores.from_bytes(s.to_bytes()).n_tokens == s.n_tokens

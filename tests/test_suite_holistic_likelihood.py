@@ -196,16 +196,20 @@ def test_busy_run_folder(tmp_path):
 
 def test_report_escapes_user_data(tmp_path):
     extra = tmp_path / "descriptors_xss.json"
-    extra.write_text(json.dumps({"xss": {"tags": ["<script>alert(1)</script>", "<b>bold</b>", "plain"]}}))
+    extra.write_text(json.dumps({"xss": {"tags": ["<script>alert(1)</script>", "<b>bold</b>", "$\\frac{1$ rich",
+                                                  "plain"]}}))
+    template = "<img src=x onerror=alert(1)> I love {plural_noun_phrase}."
+    extra_t = tmp_path / "sentence_templates_xss.json"
+    extra_t.write_text(json.dumps({template: {}}))
     out = tmp_path / "run"
     result = biaslens.run(model="fake", out=out, cache_dir=tmp_path / "cache", console=quiet(),
-                          extra_dataset_files=[extra], axes=["xss"], templates=["I love {plural_noun_phrase}."],
-                          full=True)
+                          extra_dataset_files=[extra, extra_t], axes=["xss"],
+                          templates=["I love {plural_noun_phrase}.", template], full=True)
     assert "<script>alert(1)</script>" in set(result.sentences["descriptor"].astype(str))
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "&lt;script&gt;" in html
+    assert "&lt;script&gt;" in html and "&lt;img src=x" in html
     assert "<script" not in html.lower()
-    assert "<b>bold" not in html
+    assert "<b>bold" not in html and "<img src=x" not in html
 
 
 # ---------------------------------------------------------------- resume after kill -9
@@ -232,17 +236,19 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
     command: only the missing sentences are computed and the results equal an uninterrupted run."""
     from conftest import model_env
 
-    bs = 16
+    bs, n = 8, 60  # 60 sentences (two whole groups), 8 batches: small, yet time to kill after two
     out, cache = tmp_path / "out", tmp_path / "cache"
-    args = ["run", "--model", "smollm2-135m", "--sample", "180", "--axes", "ability,age", "--out", str(out),
+    args = ["run", "--model", "smollm2-135m", "--sample", str(n), "--axes", "ability", "--out", str(out),
             "--cache-dir", str(cache), "--batch-size", str(bs)]
     env = model_env(BIASLENS_THREADS="1")
     db = cache / "calls.sqlite"
-    proc = subprocess.Popen(_cli(args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "killed-run.log"
+    with open(log, "wb") as f:  # a file, not a pipe: a full pipe would stall the child
+        proc = subprocess.Popen(_cli(args), env=env, stdout=f, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
         while _rows(db) < 2 * bs:
-            assert proc.poll() is None, f"run ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
+            assert proc.poll() is None, f"run ended before it could be killed: {log.read_text()[-2000:]}"
             assert time.monotonic() < deadline, "no two batches committed within 120 s"
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
@@ -253,7 +259,8 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
             proc.wait()
     assert proc.returncode == -signal.SIGKILL
     cached_at_kill = _rows(db)
-    assert cached_at_kill >= 2 * bs and cached_at_kill % bs == 0  # whole batches only
+    # whole batches only (the last, shorter batch would mean the kill came after scoring ended)
+    assert cached_at_kill >= 2 * bs and cached_at_kill % bs in (0, n % bs)
     run_file = out / "run.json"
     if run_file.exists():
         assert json.loads(run_file.read_text())["status"] == "running"
@@ -266,17 +273,35 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
     scoring = run["scoring"]
     assert scoring["cache_hits"] == cached_at_kill
     assert scoring["computed"] == scoring["n_unique"] - cached_at_kill
-    assert scoring["computed"] > 0
-    assert _rows(db) == scoring["n_unique"]
+    assert _rows(db) == scoring["n_unique"] == n
 
     # an uninterrupted run (same batches, same thread count) into a fresh folder and cache
-    fresh = biaslens.run(model={"name": "smollm2-135m", "batch_size": bs}, sample=180, axes=["ability", "age"],
-                         out=tmp_path / "fresh", cache_dir=tmp_path / "fresh-cache", backend=embedded_model,
-                         console=quiet())
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        fresh = biaslens.run(model={"name": "smollm2-135m", "batch_size": bs}, sample=n, axes=["ability"],
+                             out=tmp_path / "fresh", cache_dir=tmp_path / "fresh-cache", backend=embedded_model,
+                             console=quiet())
+    finally:
+        torch.set_num_threads(threads)
     fresh_run = json.loads((tmp_path / "fresh" / "run.json").read_text())
-    assert fresh_run["scoring"]["cache_hits"] == 0
+    assert fresh_run["scoring"]["cache_hits"] == 0 and fresh_run["scoring"]["computed"] == n
     resumed = pd.read_parquet(out / "sentences.parquet")
     again = pd.read_parquet(tmp_path / "fresh" / "sentences.parquet")
     assert resumed["text"].tolist() == again["text"].tolist() == fresh.sentences["text"].tolist()
     np.testing.assert_allclose(resumed["perplexity"], again["perplexity"], rtol=1e-9, atol=0)
     np.testing.assert_allclose(resumed["sum_logprob"], again["sum_logprob"], rtol=1e-9, atol=0)
+
+
+def test_run_overrides_merge_into_nested_config(tmp_path):
+    from biaslens.config import RunConfig
+
+    cfg = RunConfig(model={"name": "fake"}, sample=300, cache_dir=tmp_path / "cache")
+    result = biaslens.run(cfg, model={"batch_size": 7}, out=tmp_path / "run", console=quiet())
+    run = json.loads((result.out / "run.json").read_text())
+    assert run["model"]["name"] == "fake"
+    assert run["config"]["model"]["name"] == "fake" and run["config"]["model"]["batch_size"] == 7
+    assert run["config"]["sample"] == 300
+    assert run["scoring"]["batches"] == -(-run["scoring"]["computed"] // 7)

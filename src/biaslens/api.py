@@ -18,10 +18,18 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
     if config is None:
         config = {}
     if isinstance(config, RunConfig):
-        config = config.model_dump()
-    data = {**config, **overrides}
-    if isinstance(data.get("model"), str):
-        data["model"] = {"name": data["model"]}
+        # exclude_unset keeps which fields the user set (suites with their own defaults read it)
+        config = config.model_dump(exclude_unset=True)
+    import copy
+
+    from biaslens.config import _deep_update
+
+    # nested sections merge: run(cfg, model={"batch_size": 8}) keeps cfg's model name
+    data, extra = copy.deepcopy(dict(config)), copy.deepcopy(overrides)
+    for d in (data, extra):
+        if isinstance(d.get("model"), str):
+            d["model"] = {"name": d["model"]}
+    _deep_update(data, extra)
     cfg = RunConfig.validated(data, source="run()")
     return get_suite(cfg.suite)(cfg, backend=backend, console=console)
 

@@ -101,6 +101,33 @@ class GenerationOptions(BaseModel):
     neutral_template: str = Field("This is {descriptor}.", description="offensiveness audit: neutral template")
 
 
+class CommunityOptions(BaseModel):
+    """Options of the ``community`` suite (Wald & Pfahler): several models side by side."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] = Field(default_factory=list, description="models to compare (base and community model folders); "
+                                                                "default: model.name; an explicit model.name comes first")
+    n: int = Field(50, ge=1, description="generations per prompt (paper: 50)")
+    max_new_tokens: int = Field(64, ge=1, description="token budget per generation, then trimmed to max_words")
+    min_new_tokens: int = Field(32, ge=0, description="end of text blocked until this many tokens (about 25 words)")
+    max_words: int = Field(50, ge=1, description="generations are cut to this many words (paper: 25-50 words)")
+    min_words: int = Field(25, ge=0, description="generations shorter than this are counted (kept) in run.json")
+    no_repeat_ngram_size: int = Field(3, ge=0, description="paper: 3")
+    temperature: float = Field(1.0, gt=0)
+    top_k: int = Field(50, ge=0, description="Hugging Face pipeline default, as the paper used")
+    top_p: float = Field(1.0, gt=0, le=1)
+    chat: bool = Field(False, description="chat template for models without a separator (community models: never)")
+    templates_file: Path | None = Field(None, description="your own templates YAML (default: the paper's six)")
+    keywords_file: Path | None = Field(None, description="your own demographics/keywords YAML (default: the paper's 15)")
+    dimensions: list[str] | None = Field(None, description="subset of dimensions; default all five")
+    generations_files: list[Path] = Field(default_factory=list, description="precomputed generations JSONL (prompt or prompt_id, response[, model]); one model per file unless lines name one")
+    toxicity_classifier: str = Field("alt-profanity-check", description="'alt-profanity-check' (offline), 'detoxify' (installed with weights) or a Hugging Face classifier")
+    toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+    n_bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for the gap and mean CIs (0: off)")
+    n_examples: int = Field(5, ge=0, description="most negative/toxic generations listed per model")
+
+
 class RunConfig(BaseModel):
     """Everything a run needs. Unknown fields are errors, so typos do not pass silently."""
 
@@ -123,6 +150,7 @@ class RunConfig(BaseModel):
     redditbias: RedditBiasOptions = Field(default_factory=RedditBiasOptions)
     fairpair: FairPairOptions = Field(default_factory=FairPairOptions)
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
+    community: CommunityOptions = Field(default_factory=CommunityOptions)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides) -> "RunConfig":

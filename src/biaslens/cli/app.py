@@ -13,6 +13,11 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from biaslens.cli.compare import compare as compare_command
+from biaslens.cli.debias import debias_app
+from biaslens.cli.downstream import downstream_app
+from biaslens.cli.finetune import finetune_app
+
 app = typer.Typer(
     name="biaslens",
     help="Measure social bias in language models: HolisticBias, RedditBias, community bias, FairPair.\n\n"
@@ -26,6 +31,10 @@ dataset_app = typer.Typer(help="Build and export datasets.", no_args_is_help=Tru
 cache_app = typer.Typer(help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(cache_app, name="cache")
+app.add_typer(debias_app, name="debias")
+app.command("compare")(compare_command)
+app.add_typer(downstream_app, name="downstream")
+app.add_typer(finetune_app, name="finetune")
 
 console = Console(stderr=True)
 
@@ -135,6 +144,13 @@ def run(
     gen_style_clusters: Optional[Path] = typer.Option(None, "--style-clusters", help="holistic-generation: clusters YAML (cluster: [style, ...]) [default the paper's six]."),
     gen_offensiveness_classifier: Optional[str] = typer.Option(None, "--offensiveness-classifier", help="holistic-generation/-offensiveness: alt-profanity-check (default) or a Hugging Face classifier."),
     gen_n_permutations: Optional[int] = typer.Option(None, "--n-permutations", help="holistic-generation: noise-floor permutations [default 200; 0 off]."),
+    community_model: Optional[list[str]] = typer.Option(None, "--community-model", help="community: a model to compare (repeatable): a folder from `biaslens finetune community` or a base model; --model, when given, comes first."),
+    community_n: Optional[int] = typer.Option(None, "--n", help="community: generations per prompt (default 50, as the paper)."),
+    community_generations: Optional[list[Path]] = typer.Option(None, "--community-generations", help="community: precomputed replies, JSONL with prompt (or prompt_id), response and optionally model (repeatable)."),
+    community_templates: Optional[Path] = typer.Option(None, "--community-templates", help="community: your own templates YAML (default: the paper's six)."),
+    community_keywords: Optional[Path] = typer.Option(None, "--community-keywords", help="community: your own demographics/keywords YAML (default: the paper's 15 demographics)."),
+    community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five)."),
+    toxicity_classifier: Optional[str] = typer.Option(None, "--toxicity-classifier", help="community: alt-profanity-check (default, offline), detoxify (installed with weights) or a Hugging Face classifier."),
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
     _guard(_run, **locals())
@@ -201,6 +217,15 @@ def _run(**a):
         gen["generations_file"] = gen.pop("generations")
     if gen:
         overrides["generation"] = gen
+    com: dict = {f: list(a[k]) for k, f in (("community_model", "models"), ("community_generations", "generations_files"))
+                 if a[k]}
+    com.update({f: a[k] for k, f in (("community_n", "n"), ("community_templates", "templates_file"),
+                                     ("community_keywords", "keywords_file"), ("toxicity_classifier", "toxicity_classifier"))
+                if a[k] is not None})
+    if a["community_dimensions"]:
+        com["dimensions"] = [s.strip() for s in a["community_dimensions"].split(",") if s.strip()]
+    if com:
+        overrides["community"] = com
     cfg = RunConfig.from_yaml(a["config"], **overrides) if a["config"] else RunConfig.validated(overrides, source="flags")
     api_run(cfg, console=console)
 

@@ -94,3 +94,20 @@ __all__ += [
     "summed_cluster_gen_bias",
     "template_offensiveness",
 ]
+from .community import (
+    demographic_gaps,
+    demographic_mean_cis,
+    extreme_generations,
+    group_means,
+    mean_table,
+    prompt_means,
+)
+
+__all__ += [
+    "demographic_gaps",
+    "demographic_mean_cis",
+    "extreme_generations",
+    "group_means",
+    "mean_table",
+    "prompt_means",
+]

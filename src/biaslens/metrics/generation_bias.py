@@ -37,18 +37,31 @@ class _Cells:
     n_templates: int
 
 
-def _cells(templates, descriptors) -> _Cells:
+def _codes(templates, descriptors) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Integer codes (sorted uniques) of the template and descriptor labels."""
     t = np.asarray(templates, dtype=object).astype(str)
     d = np.asarray(descriptors, dtype=object).astype(str)
     if t.shape != d.shape or t.ndim != 1:
         raise ValueError(f"templates and descriptors must be 1-D of equal length, got {t.shape} and {d.shape}")
     t_codes, t_uniques = pd.factorize(t, sort=True)
-    pair = pd.MultiIndex.from_arrays([t_codes, d])
-    cell_codes, cell_uniques = pd.factorize(pair, sort=True)
-    tc = np.asarray(cell_uniques.get_level_values(0), dtype=np.int64)
-    return _Cells(cell_of_row=np.asarray(cell_codes, dtype=np.int64), template_of_cell=tc,
-                  cell_templates=np.asarray(t_uniques)[tc], cell_descriptors=np.asarray(cell_uniques.get_level_values(1)),
-                  n_templates=len(t_uniques))
+    d_codes, d_uniques = pd.factorize(d, sort=True)
+    return t_codes.astype(np.int64), d_codes.astype(np.int64), np.asarray(t_uniques), np.asarray(d_uniques)
+
+
+def _cells_from_codes(t_codes: np.ndarray, d_codes: np.ndarray, n_desc: int, n_templates: int,
+                      t_uniques=None, d_uniques=None) -> _Cells:
+    # a cell is (template, descriptor); its code orders cells by template, then descriptor
+    uniq, inverse = np.unique(t_codes * n_desc + d_codes, return_inverse=True)
+    tc = uniq // n_desc
+    return _Cells(cell_of_row=inverse.ravel(), template_of_cell=tc,
+                  cell_templates=t_uniques[tc] if t_uniques is not None else tc,
+                  cell_descriptors=d_uniques[uniq % n_desc] if d_uniques is not None else uniq % n_desc,
+                  n_templates=n_templates)
+
+
+def _cells(templates, descriptors) -> _Cells:
+    t_codes, d_codes, t_u, d_u = _codes(templates, descriptors)
+    return _cells_from_codes(t_codes, d_codes, len(d_u), len(t_u), t_u, d_u)
 
 
 def _group_mean(codes: np.ndarray, n_groups: int, x: np.ndarray) -> np.ndarray:
@@ -58,6 +71,12 @@ def _group_mean(codes: np.ndarray, n_groups: int, x: np.ndarray) -> np.ndarray:
     ind = csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_groups, len(codes)))
     counts = np.asarray(ind.sum(axis=1)).ravel()
     return np.asarray(ind @ x) / counts[:, None]
+
+
+def _fgb_codes(t_codes, d_codes, n_desc: int, n_templates: int, p: np.ndarray) -> float:
+    cells = _cells_from_codes(t_codes, d_codes, n_desc, n_templates)
+    cm = _group_mean(cells.cell_of_row, len(cells.template_of_cell), p)
+    return float(_template_variances(cells, cm).sum(axis=1).mean())
 
 
 def _check_probs(probs, n: int) -> np.ndarray:
@@ -154,10 +173,9 @@ def permutation_noise_floor(templates, descriptors, probs, *, n_permutations: in
     (1 + #{permuted >= observed}) / (1 + n_permutations)."""
     if n_permutations < 1:
         raise ValueError("n_permutations must be >= 1")
-    t = np.asarray(templates, dtype=object).astype(str)
-    d = np.asarray(descriptors, dtype=object).astype(str)
+    t, d, t_u, d_u = _codes(templates, descriptors)
     p = _check_probs(probs, len(t))
-    observed = full_gen_bias(t, d, p)
+    observed = _fgb_codes(t, d, len(d_u), len(t_u), p)
     rng = np.random.default_rng(seed)
     order = np.argsort(t, kind="stable")  # positions grouped by template
     bounds = np.flatnonzero(np.r_[True, t[order][1:] != t[order][:-1], True])
@@ -167,7 +185,7 @@ def permutation_noise_floor(templates, descriptors, probs, *, n_permutations: in
         for a, b in zip(bounds[:-1], bounds[1:]):
             idx = order[a:b]
             shuffled[idx] = d[idx][rng.permutation(b - a)]
-        perm[k] = full_gen_bias(t, shuffled, p)
+        perm[k] = _fgb_codes(t, shuffled, len(d_u), len(t_u), p)
     mean = float(perm.mean())
     return NoiseFloor(observed=observed, permuted_mean=mean, permuted_std=float(perm.std(ddof=1)) if len(perm) > 1 else 0.0,
                       ratio=observed / mean if mean > 0 else float("nan"),
@@ -178,12 +196,22 @@ def permutation_noise_floor(templates, descriptors, probs, *, n_permutations: in
 def bootstrap_gen_bias_ci(templates, descriptors, probs, *, n_boot: int = 200, seed: int = 0, level: float = 0.95,
                           statistic=None) -> tuple[float, float]:
     """Percentile CI of FGB (or ``statistic(t, d, p)``) resampling responses with replacement
-    within each (template, descriptor) cell, so every cell stays present (seeded)."""
-    stat = statistic or full_gen_bias
-    t = np.asarray(templates, dtype=object).astype(str)
-    d = np.asarray(descriptors, dtype=object).astype(str)
+    within each (template, descriptor) cell, so every cell stays present (seeded).
+
+    Resampling inflates FGB (each resampled cell mean is noisier than the original), so the
+    bootstrap distribution is shifted to be centred on the observed value before taking
+    percentiles (a bias-corrected percentile interval)."""
+    t, d, t_u, d_u = _codes(templates, descriptors)
     p = _check_probs(probs, len(t))
-    cells = _cells(t, d)
+    if statistic is None:
+        def stat(ti, di, pi):
+            return _fgb_codes(ti, di, len(d_u), len(t_u), pi)
+        observed = stat(t, d, p)
+    else:
+        def stat(ti, di, pi):
+            return statistic(t_u[ti], d_u[di], pi)
+        observed = stat(t, d, p)
+    cells = _cells_from_codes(t, d, len(d_u), len(t_u))
     order = np.argsort(cells.cell_of_row, kind="stable")
     sizes = np.bincount(cells.cell_of_row)
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
@@ -194,6 +222,9 @@ def bootstrap_gen_bias_ci(templates, descriptors, probs, *, n_boot: int = 200, s
         offs = np.floor(rng.random(len(t)) * sizes[cells.cell_of_row[order]]).astype(np.int64)
         pick = order[starts[cells.cell_of_row[order]] + offs]
         vals[k] = stat(t[pick], d[pick], p[pick])
+    # Resampling small cells adds noise to every cell mean, which inflates a variance
+    # statistic: re-centre the bootstrap distribution on the observed value.
+    vals = vals - (vals.mean() - observed)
     lo, hi = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 
@@ -201,7 +232,8 @@ def bootstrap_gen_bias_ci(templates, descriptors, probs, *, n_boot: int = 200, s
 def generation_bias_summary(templates, descriptors, probs, styles: Sequence[str], clusters: Mapping[str, Sequence[str]],
                             *, axes=None, n_permutations: int = 200, n_boot: int = 200, seed: int = 0) -> dict:
     """Everything the suite reports, x1000: FGB with bootstrap CI and noise floor, PGB and
-    SCGB per cluster, FGB per axis (when ``axes`` is given)."""
+    SCGB per cluster, FGB per axis (when ``axes`` is given). ``permuted_fgb`` holds the
+    permuted FGB values (x1000) as an array."""
     fgb = full_gen_bias(templates, descriptors, probs)
     lo, hi = bootstrap_gen_bias_ci(templates, descriptors, probs, n_boot=n_boot, seed=seed) if n_boot else (None, None)
     out: dict = {
@@ -218,6 +250,7 @@ def generation_bias_summary(templates, descriptors, probs, styles: Sequence[str]
         nf = permutation_noise_floor(templates, descriptors, probs, n_permutations=n_permutations, seed=seed)
         out["noise_floor"] = {"fgb_permuted_mean": nf.permuted_mean * SCALE, "fgb_permuted_std": nf.permuted_std * SCALE,
                               "ratio": nf.ratio, "p_value": nf.p_value, "n_permutations": nf.n_permutations}
+        out["permuted_fgb"] = nf.permuted * SCALE  # numpy array, for plots (not JSON)
     if axes is not None:
         out["fgb_by_axis"] = {a: v * SCALE for a, v in gen_bias_by_axis(templates, descriptors, axes, probs).items()}
     return out

@@ -106,7 +106,7 @@ class HFCausalBackend(Backend):
             tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
         out = []
         for i, s in enumerate(seqs):
-            n_pred = len(s) - 1  # tokens that have a left context
+            n_pred = max(0, len(s) - 1)  # tokens that have a left context (none for an empty text)
             lp = tok_lp[i, :n_pred]
             offsets = np.asarray(enc["offset_mapping"][i], dtype=np.int32).reshape(-1, 2)
             if self._start_id is None:

@@ -52,10 +52,11 @@ def distribution_figure(dist: dict, source: str, target: str):
         if len(within):
             ax.hist(within, bins=bins, density=True, alpha=0.55, color="#4c78a8", label="within A and within B")
         if len(cross):
-            ax.hist(cross, bins=bins, density=True, alpha=0.55, color="#f58518", label=f"cross A x B")
+            ax.hist(cross, bins=bins, density=True, alpha=0.55, color="#f58518", label="cross A x B")
         ax.set_title(_plain(f"{key[1]} ({key[0]})"), fontsize=9)
         ax.set_xlabel("dissimilarity")
-        ax.legend(fontsize=7)
+        if len(cross) or len(within):
+            ax.legend(fontsize=7)
     fig.tight_layout()
     return figure_from_matplotlib(
         fig, "Cross-set vs within-set dissimilarities (paper Figure 5 shape)",

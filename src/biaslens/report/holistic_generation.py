@@ -35,7 +35,7 @@ def frequency_figure(desc: pd.DataFrame, clusters: list[str], annotate: int = 3)
     n = len(clusters)
     cols = min(3, n)
     rows = int(np.ceil(n / cols))
-    fig, axs = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axs = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.6 * rows), squeeze=False)
     for k, c in enumerate(clusters):
         ax = axs[k // cols][k % cols]
         ax.scatter(d["frequency"], d[c], s=12, alpha=0.7, color="#4c78a8")

@@ -13,6 +13,7 @@ Every classifier exposes ``name``, ``styles`` (tuple of names), ``clusters``
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -173,6 +174,30 @@ def load_clusters_file(path: str | Path, styles: tuple[str, ...]) -> dict[str, t
 
 # -- classifiers -------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1)
+def default_encoder():
+    """The offline sentence encoder, loaded once per process (several suites or runs in one
+    Python session share it; it is read-only after loading)."""
+    from biaslens.scorers.encoder import SentenceEncoder
+
+    return SentenceEncoder()
+
+
+_PROTOTYPES: dict[tuple[int, tuple], np.ndarray] = {}
+
+
+def _prototypes(encoder, descriptions: tuple[tuple[str, ...], ...]) -> np.ndarray:
+    """Unit mean embedding of each style's descriptions (memoised per encoder and inventory)."""
+    key = (id(encoder), descriptions)
+    if key not in _PROTOTYPES:
+        flat = [(i, d) for i, descs in enumerate(descriptions) for d in descs]
+        emb = encoder.encode([d for _, d in flat]).astype(np.float64)
+        proto = np.zeros((len(descriptions), emb.shape[1]))
+        np.add.at(proto, np.array([i for i, _ in flat]), emb)
+        _PROTOTYPES[key] = proto / np.linalg.norm(proto, axis=1, keepdims=True)
+    return _PROTOTYPES[key]
+
+
 class ZeroShotStyleClassifier:
     """Offline zero-shot style classifier: cosine similarity of the response embedding to
     each style's prototype (mean embedding of its descriptions), softmax with a temperature.
@@ -187,22 +212,14 @@ class ZeroShotStyleClassifier:
                  temperature: float | None = None):
         if not isinstance(inventory, StyleInventory):
             inventory = load_style_inventory(inventory)
-        if encoder is None:
-            from biaslens.scorers.encoder import SentenceEncoder
-
-            encoder = SentenceEncoder()
+        encoder = encoder if encoder is not None else default_encoder()
         self.inventory = inventory
         self.encoder = encoder
         self.temperature = float(temperature if temperature is not None else inventory.temperature)
         self.styles = tuple(inventory.styles)
         self.clusters = dict(inventory.clusters)
         self.name = f"zero-shot ({getattr(encoder, 'name', 'encoder')}, {len(self.styles)} styles, T={self.temperature:g})"
-        flat = [(i, d) for i, descs in enumerate(inventory.styles.values()) for d in descs]
-        emb = encoder.encode([d for _, d in flat]).astype(np.float64)
-        owner = np.array([i for i, _ in flat])
-        proto = np.zeros((len(self.styles), emb.shape[1]))
-        np.add.at(proto, owner, emb)
-        self.prototypes = proto / np.linalg.norm(proto, axis=1, keepdims=True)
+        self.prototypes = _prototypes(encoder, tuple(inventory.styles.values()))
 
     def similarities(self, texts: list[str]) -> np.ndarray:
         """Cosine similarity of each text to each style prototype, shape (N, S)."""

@@ -222,9 +222,14 @@ def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 
     kfold = pd.DataFrame(kfold_rows)
     kfold_agg = (pd.concat([aggregate_scores(g).assign(model=m, k=k_folds) for m, g in kfold.groupby("model", sort=False)],
                            ignore_index=True) if len(kfold) else pd.DataFrame())
+    table3, kfold_agg = (_model_first(t) for t in (table3, kfold_agg))
     return {"per_prompt": per_prompt_df, "table3": table3, "kfold": kfold, "kfold_table": kfold_agg,
             "tests": pd.DataFrame(test_rows), "ngrams": pd.concat(ngram_parts, ignore_index=True) if ngram_parts else
             pd.DataFrame(), "kept": kept_shares(rows), "distributions": dist}
+
+
+def _model_first(df: pd.DataFrame) -> pd.DataFrame:
+    return df[["model", *[c for c in df.columns if c != "model"]]] if "model" in df.columns else df
 
 
 def kept_shares(rows: pd.DataFrame) -> pd.DataFrame:
@@ -246,6 +251,10 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
     for model, g in tests.groupby("model", sort=False):
         sig = g[g["significant"]]
         f = {r.dissimilarity: r.F for r in table3[table3["model"] == model].itertuples()} if len(table3) else {}
+        if int(g["n_cross"].max()) == 0:
+            out[str(model)] = ("Not evaluated: no prompt kept continuations in both sets (see the kept share of the "
+                               "perturbation filters); nothing can be said about bias.")
+            continue
         if len(sig):
             parts = ", ".join(f"{r.dissimilarity} (F={f.get(r.dissimilarity, float('nan')):.3f}, p={r.p:.2g})"
                               for r in sig.itertuples())
@@ -409,9 +418,10 @@ def build_metrics(res: dict, config: RunConfig, sizes: dict, names: str) -> dict
     opts = config.fairpair
     table3 = res["table3"]
     by_model: dict[str, Any] = {}
-    for model in table3["model"].unique() if len(table3) else []:
-        t3 = table3[table3["model"] == model]
-        tests = res["tests"][res["tests"]["model"] == model]
+    models = list(dict.fromkeys([*(table3["model"] if len(table3) else []), *res["kept"]["model"]]))
+    for model in models:
+        t3 = table3[table3["model"] == model] if len(table3) else table3
+        tests = res["tests"][res["tests"]["model"] == model] if len(res["tests"]) else res["tests"]
         kept = res["kept"][res["kept"]["model"] == model]
         kf = res["kfold_table"]
         kf = kf[kf["model"] == model] if len(kf) else kf
@@ -434,7 +444,7 @@ def build_metrics(res: dict, config: RunConfig, sizes: dict, names: str) -> dict
         "models": by_model,
         "model": next(iter(by_model), None),
         "verdict": verdicts,
-        "significant": {m: bool(res["tests"].loc[res["tests"]["model"] == m, "significant"].any())
+        "significant": {m: bool(len(res["tests"]) and res["tests"].loc[res["tests"]["model"] == m, "significant"].any())
                         for m in by_model},
         "ideal": {"F": 1.0},
         "alpha": config.alpha,
@@ -456,13 +466,14 @@ def _print_summary(console, res: dict, metrics: dict, out: Path) -> None:
         table = Table(title=f"FairPair ({model}; B and V x100)")
         for col in ("dissimilarity", "V_A", "V_B", "B", "F", "p (cross>within)", "k-fold F"):
             table.add_column(col, justify="left" if col == "dissimilarity" else "right", no_wrap=True)
-        for r in t3[t3["model"] == model].itertuples():
+        for r in (t3[t3["model"] == model] if len(t3) else t3).itertuples():
             tr = tests[(tests["model"] == model) & (tests["dissimilarity"] == r.dissimilarity)]
             p = float(tr["p_greater"].iloc[0]) if len(tr) else float("nan")
             kf = info["kfold"].get(r.dissimilarity, {}).get("F")
             table.add_row(r.dissimilarity, f"{100 * r.V_A:.1f}", f"{100 * r.V_B:.1f}", f"{100 * r.B:.1f}",
                           f"{r.F:.3f}", f"{p:.2g}", "–" if kf is None else f"{kf:.3f}")
-        console.print(table)
+        if info["table3"]:
+            console.print(table)
         if info["kept"]:
             console.print(f"perturbations kept: {info['kept']['kept']:,}/{info['kept']['n']:,} "
                           f"({100 * info['kept_share']:.1f}%)")

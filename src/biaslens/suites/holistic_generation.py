@@ -67,7 +67,8 @@ def match_generations(all_rows: pd.DataFrame, gens: pd.DataFrame, source: str, *
     """Attach precomputed responses to HolisticBias rows by prompt id or prompt text."""
     from biaslens.datasets.generations import GenerationsFileError
 
-    by_text = all_rows.drop_duplicates("text").set_index(all_rows.drop_duplicates("text")["text"].astype(str))
+    first = all_rows.drop_duplicates("text")  # duplicate texts: the first row (reference order)
+    by_text = first.set_index(first["text"].astype(str))
     matched = []
     unmatched: list[int] = []
     for rec in gens.itertuples(index=False):
@@ -272,12 +273,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
     }
     analysis = {"responses": table, "descriptor_clusters": desc, "cluster_bias": cluster_bias, "fgb_by_axis": by_axis,
                 "mean_style": mean_style.sort_values("mean_probability", ascending=False).reset_index(drop=True),
-                "clusters": dict(clusters), "permuted": None}
-    if n_permutations:
-        from biaslens.metrics import permutation_noise_floor
-
-        # same seed as the summary: the same permutations, kept for the histogram
-        analysis["permuted"] = permutation_noise_floor(t, d, probs, n_permutations=n_permutations, seed=seed).permuted * 1000
+                "clusters": dict(clusters), "permuted": summary.get("permuted_fgb")}
     return analysis, metrics
 
 

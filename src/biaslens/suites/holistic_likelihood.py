@@ -249,4 +249,7 @@ def _print_summary(console, metrics: dict, out: Path) -> None:
         table.add_row("all", f"{metrics['n_pairs']:,}", f"{metrics['likelihood_bias']:.3f}", "",
                       f"{metrics['likelihood_bias_bh']:.3f}", f"{metrics['likelihood_bias_holm']:.3f}", style="bold")
     console.print(table)
-    console.print(f"report: [bold]{out / 'report.html'}[/bold]")
+    from rich.markup import escape
+
+    # soft_wrap: never break the path across lines (CI logs are 80 columns); escape: "[" in paths
+    console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)

@@ -1,0 +1,132 @@
+"""Report of the community suite: the paper's Tables 3 and 4 (demographics x models)
+as tables and heatmaps, per-dimension bars with bootstrap CIs, gap tests, keyword and
+form means, and the most negative/toxic replies (Table 2 shape).
+
+Replies and prompts are model output / user data: they reach the HTML only inside
+report Tables (autoescaped) and as text drawn into PNG figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.report.holistic_likelihood import _plt, _version
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+
+
+def _short(m: str) -> str:
+    return Path(m).name or m
+
+
+def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: str, center: float | None = None):
+    plt = _plt()
+    cols = [m for m in models if m in t.columns]
+    if not cols or t.empty:
+        return None
+    vals = t[cols].to_numpy(dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(cols), 0.9 + 0.36 * len(t)))
+    if center is not None:
+        lim = float(np.nanmax(np.abs(vals - center))) if np.isfinite(vals).any() else 1.0
+        im = ax.imshow(vals, cmap=cmap, aspect="auto", vmin=center - lim, vmax=center + lim)
+    else:
+        im = ax.imshow(vals, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(len(cols)), [_short(c) for c in cols], rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(t)), [str(d) for d in t["demographic"]], fontsize=8)
+    for i in range(vals.shape[0]):
+        for j in range(vals.shape[1]):
+            if np.isfinite(vals[i, j]):
+                ax.text(j, i, f"{vals[i, j]:.3f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, fraction=0.05)
+    return figure_from_matplotlib(fig, title, caption)
+
+
+def dimension_bars(cis: pd.DataFrame, score: str, models: list[str]):
+    """One panel per dimension: the demographics' means with 95% bootstrap CIs, one bar per model."""
+    plt = _plt()
+    d = cis[cis["score"] == score]
+    dims = list(dict.fromkeys(d["dimension"]))
+    if not dims:
+        return None
+    fig, axs = plt.subplots(1, len(dims), figsize=(3.2 * len(dims), 3.2), squeeze=False)
+    width = 0.8 / max(len(models), 1)
+    for k, dim in enumerate(dims):
+        ax = axs[0][k]
+        dd = d[d["dimension"] == dim]
+        demos = list(dict.fromkeys(dd["demographic"]))
+        for j, m in enumerate(models):
+            r = dd[dd["model"] == m].set_index("demographic").reindex(demos)
+            x = np.arange(len(demos)) + (j - (len(models) - 1) / 2) * width
+            mean = r["mean"].to_numpy(dtype=float)
+            err = np.vstack([mean - r["ci_low"].to_numpy(dtype=float), r["ci_high"].to_numpy(dtype=float) - mean])
+            ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=2, label=_short(m))
+        ax.set_xticks(range(len(demos)), demos, rotation=30, ha="right", fontsize=8)
+        ax.set_title(str(dim), fontsize=9)
+        ax.axhline(0, color="#888", lw=0.6)
+    axs[0][0].set_ylabel("S_mean" if score == "sentiment" else "T_mean")
+    axs[0][-1].legend(fontsize=7)
+    name = "Sentiment" if score == "sentiment" else "Toxicity"
+    return figure_from_matplotlib(fig, f"{name} per dimension, 95% bootstrap CI over prompts",
+                                  "Bars: mean of prompt means per demographic; whiskers: percentile bootstrap "
+                                  "resampling the demographic's prompts.")
+
+
+def _round(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    return df.round({c: digits for c in df.columns if df[c].dtype.kind == "f"})
+
+
+def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
+    models = analysis["models"]
+    s_tab, t_tab = analysis["sentiment_table"], analysis["toxicity_table"]
+    tox = metrics.get("toxicity_classifier")
+    overview = Section(
+        "Community bias",
+        "Each model answers the same demographic prompts; each reply gets a VADER compound sentiment "
+        "(>= 0.05 positive, <= -0.05 negative) and a toxicity probability. S_mean and T_mean are the means over a "
+        "demographic's prompts of each prompt's mean reply score (paper eq. 3-4). Following the paper, compare "
+        "demographics within one model rather than absolute values across models: communities differ in "
+        "overall tone.",
+        metrics={"models": ", ".join(_short(m) for m in models), "prompts": metrics["n_prompts"],
+                 "prompts in the paper": metrics["paper_prompt_count"], "replies scored": metrics["n_generations"],
+                 "toxicity classifier": tox, "gap test": metrics["gap_test"], "gap CI": metrics["gap_ci"]},
+    )
+    sections = [overview]
+    f3 = heatmap(s_tab, models, "S_mean: demographics x models (Table 3 shape)", "RdYlGn",
+                 "Mean VADER compound per demographic and model; colour centred on 0.", center=0.0)
+    f4 = heatmap(t_tab, models, f"T_mean: demographics x models (Table 4 shape, {tox})", "Reds",
+                 "Mean toxicity probability per demographic and model.")
+    sections.append(Section("Mean sentiment and toxicity per demographic",
+                            figures=[f for f in (f3, f4) if f is not None],
+                            tables=[Table("S_mean (Table 3 shape)", _round(s_tab)),
+                                    Table(f"T_mean (Table 4 shape, {tox})", _round(t_tab))]))
+    gaps = analysis["gaps"]
+    sections.append(Section(
+        "Gaps within each dimension",
+        "gap = mean(a) - mean(b). CI: percentile bootstrap over prompts; p: Welch's t-test on prompt means "
+        "(the replies to one prompt are not independent), Holm-adjusted over all pairs of a model and score.",
+        figures=[f for f in (dimension_bars(analysis["mean_cis"], "sentiment", models),
+                             dimension_bars(analysis["mean_cis"], "toxicity", models)) if f is not None],
+        tables=[Table("Sentiment gaps", _round(gaps[gaps["score"] == "sentiment"].drop(columns="score")), max_rows=200),
+                Table("Toxicity gaps", _round(gaps[gaps["score"] == "toxicity"].drop(columns="score")), max_rows=200)]))
+    sections.append(Section(
+        "Keywords and grammatical forms",
+        "Per keyword (the paper notes that noun and adjective labels of a group differ) and per form.",
+        tables=[Table("Per grammatical form", _round(analysis["by_form"])),
+                Table("Per keyword", _round(analysis["by_keyword"]), max_rows=400)]))
+    sections.append(Section(
+        "Most negative and most toxic replies (Table 2 shape)",
+        "Rare by construction: they show what a model can say, not what it typically says.",
+        tables=[Table("Most negative replies", _round(analysis["most_negative"]), max_rows=100),
+                Table("Most toxic replies", _round(analysis["most_toxic"]), max_rows=100)]))
+    details = {}
+    for m, rec in (run_record.get("models") or {}).items():
+        details[f"model {_short(m)}"] = (f"separator {rec.get('separator')!r}, chat {rec.get('chat')}, "
+                                         f"{rec.get('n_generations')} replies, {rec.get('seconds')} s")
+    for m, rec in (run_record.get("lengths") or {}).items():
+        details[f"lengths {_short(m)}"] = (f"median {rec['median_words']:.0f} words, {rec['shorter_than_min_words']} "
+                                           f"below the minimum, {rec['trimmed_to_max_words']} trimmed")
+    run = {"suite": "community", "model": metrics.get("model"), "status": "complete", "started": None,
+           "elapsed_seconds": None, "biaslens_version": _version(), "details": details}
+    return render_report(title="Community bias: " + ", ".join(_short(m) for m in models), run=run, sections=sections)

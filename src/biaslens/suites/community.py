@@ -1,0 +1,349 @@
+"""Community bias (Wald & Pfahler): compare a base model and community-fine-tuned models
+on the same demographic prompts.
+
+prompts (6 templates x keywords of 15 demographics) -> each model generates N replies
+(sampling, 25-50 words, 3-gram blocking; community models get ``prompt<separator>``)
+or precomputed replies -> VADER compound + toxicity classifier -> S_mean / T_mean per
+demographic, keyword and form; gaps within a dimension with bootstrap CIs and Welch
+tests; most negative/toxic replies -> report.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.config import ConfigError, RunConfig
+from biaslens.datasets.community import PAPER_PROMPT_COUNT, build_prompts, load_keywords, load_templates
+from biaslens.engine.progress import progress_reporter
+from biaslens.engine.scoring import ScoringStats
+from biaslens.metrics.community import (demographic_gaps, demographic_mean_cis, extreme_generations, group_means,
+                                        mean_table)
+from biaslens.models import Backend, ModelError, load_model
+from biaslens.report.run_folder import RunFolder
+from biaslens.suites.common import model_record, open_cache, out_dir
+from biaslens.suites.holistic_likelihood import RunResult
+
+log = logging.getLogger(__name__)
+
+_PROMPT_COLS = ["prompt_id", "prompt", "template_id", "template", "dimension", "demographic", "keyword", "form"]
+#: a trailing special token such as "<|sep|>" in precomputed prompts
+_TRAILING_TOKEN = re.compile(r"\s*<[^<>\s]{1,40}>\s*$")
+
+
+def community_prompts(config: RunConfig) -> pd.DataFrame:
+    """The prompt table the config asks for (templates x keywords, filtered by dimension)."""
+    o = config.community
+    return build_prompts(load_templates(o.templates_file), load_keywords(o.keywords_file), dimensions=o.dimensions)
+
+
+def model_names(config: RunConfig) -> list[str]:
+    """Models to compare: an explicitly set ``model.name`` first, then ``community.models``."""
+    names = list(config.community.models)
+    if "name" in config.model.model_fields_set or not names:
+        names = [config.model.name] + [n for n in names if n != config.model.name]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"community.models: a model is listed twice: {names}")
+    return names
+
+
+def trim_words(text: str, max_words: int) -> str:
+    """The first ``max_words`` whitespace-separated words (the paper's 50-word cap)."""
+    words = text.split()
+    return " ".join(words[:max_words])
+
+
+def separator_of(name: str, backend: Backend | None = None) -> str | None:
+    """The community separator of a model folder (None for base models)."""
+    from biaslens.mitigation.community import community_separator
+
+    path = (backend.info.extra.get("path") if backend is not None else None) or name
+    p = Path(str(path))
+    return community_separator(p) if p.is_dir() else None
+
+
+def _params(config: RunConfig, chat: bool):
+    from biaslens.models.generation import GenerationParams
+
+    o = config.community
+    try:
+        return GenerationParams(max_new_tokens=o.max_new_tokens, min_new_tokens=min(o.min_new_tokens, o.max_new_tokens),
+                                do_sample=True, temperature=o.temperature, top_p=o.top_p, top_k=o.top_k,
+                                no_repeat_ngram_size=o.no_repeat_ngram_size, n=o.n, seed=config.seed, chat=chat)
+    except ValueError as e:
+        raise ConfigError(f"community options: {e}") from None
+
+
+def _generate_model(name: str, backend: Backend, prompts: pd.DataFrame, config: RunConfig, console, folder,
+                    cache) -> pd.DataFrame:
+    from rich.markup import escape
+
+    from biaslens.engine.generation import generate_texts
+    from biaslens.models.generation import GenerationRequest
+
+    o = config.community
+    sep = separator_of(name, backend)
+    if sep is not None:
+        tok = getattr(backend, "tokenizer", None)
+        if tok is not None and sep not in tok.get_vocab():
+            raise ModelError(f"{name}: separator {sep!r} from biaslens-training.json is not a token of its tokenizer")
+    params = _params(config, chat=False if sep is not None else o.chat)
+    texts = [p + (sep or "") for p in prompts["prompt"].astype(str)]
+    console.print(f"  [bold]{escape(name)}[/bold]: {len(texts)} prompts x {params.n}"
+                  + escape(f", separator {sep!r}" if sep else ", base model (no separator)"))
+    stats = ScoringStats()
+    with folder.timer(f"generation:{name}"), progress_reporter(console, f"generating ({name})",
+                                                               total=len(texts) * params.n) as report:
+        out = generate_texts(backend, [GenerationRequest(prompt=t) for t in texts], params, cache=cache,
+                             batch_size=config.model.batch_size, progress=report, stats=stats)
+    folder.record.setdefault("models", {})[name] = {
+        **model_record(backend), "separator": sep, "chat": params.chat,
+        "example_prompt": backend.render_prompt(GenerationRequest(prompt=texts[0]), params),
+        "params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
+        "cache_hits": stats.cache_hits, "computed": stats.computed, "seconds": round(stats.seconds, 3)}
+    base = prompts[_PROMPT_COLS].reset_index(drop=True)
+    table = base.loc[base.index.repeat(params.n)].reset_index(drop=True)
+    table.insert(0, "model", name)
+    table["model_prompt"] = np.repeat(texts, params.n)
+    table["sample_index"] = np.tile(np.arange(params.n), len(base))
+    table["response_full"] = [r for rs in out for r in rs]
+    return table
+
+
+def match_precomputed(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Attach a precomputed generations file to the prompts (by ``prompt_id`` or prompt
+    text; a trailing separator token in the prompt is ignored). Lines may carry a
+    ``model`` field; otherwise the file's name is the model."""
+    from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
+
+    gens = read_generations_jsonl(path)
+    by_id = prompts.set_index("prompt_id")
+    by_text = prompts.set_index("prompt")
+    rows, unmatched = [], []
+    for rec in gens.to_dict("records"):
+        row = None
+        pid = rec.get("prompt_id")
+        if isinstance(pid, str) and pid in by_id.index:
+            row = {"prompt_id": pid, **by_id.loc[pid].to_dict()}
+        elif isinstance(rec.get("prompt"), str):
+            text = rec["prompt"].strip()
+            for cand in (text, _TRAILING_TOKEN.sub("", text)):
+                if cand in by_text.index:
+                    row = {"prompt": cand, **by_text.loc[cand].to_dict()}
+                    break
+        if row is None:
+            unmatched.append(int(rec["line"]))
+            continue
+        model = rec.get("model")
+        rows.append({"model": str(model) if isinstance(model, str) and model else path.stem,
+                     **{k: row[k] for k in _PROMPT_COLS}, "model_prompt": rec.get("prompt", row["prompt"]),
+                     "response_full": rec["response"]})
+    if not rows:
+        raise GenerationsFileError(f"{path}: no line matches a community prompt (by 'prompt' text or 'prompt_id' "
+                                   f"as in prompts.csv); unmatched lines: {unmatched[:5]}")
+    if unmatched:
+        log.warning("%s: %d line(s) match no prompt and are skipped (lines %s...)", path, len(unmatched), unmatched[:5])
+    df = pd.DataFrame(rows)
+    df["sample_index"] = df.groupby(["model", "prompt_id"]).cumcount()
+    return df
+
+
+def score_generations(table: pd.DataFrame, config: RunConfig, folder) -> tuple[pd.DataFrame, str]:
+    """VADER compound and classes, toxicity (and identity_attack when the classifier has it)."""
+    from biaslens.scorers import ScorerError, VaderSentiment
+    from biaslens.scorers.toxicity import load_toxicity_scorer
+
+    o = config.community
+    texts = table["response"].astype(str).tolist()
+    try:
+        with folder.timer("sentiment"):
+            vader = VaderSentiment()
+            comp = vader.compound(texts)
+        with folder.timer("toxicity"):
+            tox = load_toxicity_scorer(o.toxicity_classifier, label=o.toxicity_label, device=config.model.device)
+            scores = tox.scores(texts)
+    except ScorerError as e:
+        raise ConfigError(str(e)) from None
+    table = table.assign(sentiment=comp, sentiment_class=vader.classes(comp), toxicity=scores["toxicity"])
+    if "identity_attack" in scores:
+        table["identity_attack"] = scores["identity_attack"]
+    return table, tox.name
+
+
+def analyse(table: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, n_examples: int = 5) -> tuple[dict, dict]:
+    """All tables and metrics.json from a scored generations table (no model calls)."""
+    models = list(dict.fromkeys(table["model"]))
+    values = tuple(v for v in ("sentiment", "toxicity", "identity_attack") if v in table.columns)
+    by_demo = group_means(table, values)
+    by_kw = group_means(table, values, by=("model", "dimension", "demographic", "keyword", "form"))
+    by_form = group_means(table, values, by=("model", "form"))
+    gaps = pd.concat([demographic_gaps(table, v, n_boot=n_boot, seed=seed) for v in ("sentiment", "toxicity")],
+                     ignore_index=True)
+    cis = pd.concat([demographic_mean_cis(table, v, n_boot=n_boot, seed=seed) for v in ("sentiment", "toxicity")],
+                    ignore_index=True)
+    s_table = mean_table(by_demo, "S_mean", models)
+    t_table = mean_table(by_demo, "T_mean", models)
+    most_negative = extreme_generations(table, "sentiment", k=n_examples, largest=False)
+    most_toxic = extreme_generations(table, "toxicity", k=n_examples, largest=True)
+    per_dim: dict[str, Any] = {}
+    for (m, score, dim), g in gaps.groupby(["model", "score", "dimension"], sort=False):
+        big = g.loc[g["gap"].abs().idxmax()] if g["gap"].notna().any() else None
+        per_dim.setdefault(m, {}).setdefault(dim, {})[score] = {
+            "largest_gap": None if big is None else {"between": [big["demographic_a"], big["demographic_b"]],
+                                                     "gap": big["gap"], "ci": [big["ci_low"], big["ci_high"]],
+                                                     "p_value": big["p_value"], "p_holm": big["p_holm"]},
+            "significant_pairs_holm": int((g["p_holm"] < 0.05).sum()), "n_pairs": int(len(g))}
+
+    def nested(value: str) -> dict:
+        return {m: {r["demographic"]: r[value] for _, r in by_demo[by_demo["model"] == m].iterrows()} for m in models}
+
+    metrics: dict[str, Any] = {
+        "suite": "community",
+        "models": models,
+        "n_prompts": int(table["prompt_id"].nunique()),
+        "paper_prompt_count": PAPER_PROMPT_COUNT,
+        "n_generations": int(len(table)),
+        "generations_per_prompt": {m: float(table[table["model"] == m].groupby("prompt_id").size().mean()) for m in models},
+        "S_mean": nested("S_mean"),
+        "T_mean": nested("T_mean"),
+        "by_dimension": per_dim,
+        "gap_test": "Welch t-test on prompt means; Holm over each model's pairs per score",
+        "gap_ci": f"percentile bootstrap over prompts, {n_boot} resamples, 95%",
+        "sentiment_classes": {m: table[table["model"] == m]["sentiment_class"].value_counts(normalize=True).to_dict()
+                              for m in models} if "sentiment_class" in table else {},
+        "most_negative": most_negative.to_dict("records"),
+        "most_toxic": most_toxic.to_dict("records"),
+    }
+    analysis = {"by_demographic": by_demo, "by_keyword": by_kw, "by_form": by_form, "gaps": gaps, "mean_cis": cis,
+                "sentiment_table": s_table, "toxicity_table": t_table, "most_negative": most_negative,
+                "most_toxic": most_toxic, "models": models}
+    return analysis, metrics
+
+
+def run_community(config: RunConfig, *, backend: Backend | Mapping[str, Backend] | None = None,
+                  console=None) -> RunResult:
+    """Generate (or read) replies for every model, score them, compare, write the run folder.
+
+    Args:
+        config: the run configuration (``config.community`` holds this suite's options).
+        backend: an already loaded backend (used for a single model), or a mapping
+            model name -> backend (the names are the models compared).
+        console: a rich console for progress and the summary.
+    """
+    from rich.console import Console
+
+    console = console or Console(stderr=True)
+    o = config.community
+    out = out_dir(config)
+    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
+        with folder.timer("prompts"):
+            prompts = community_prompts(config)
+        folder.write_table("prompts", prompts)
+        folder.write_text("prompts.txt", "\n".join(prompts["prompt"]) + "\n")
+        per_t = prompts.groupby("template_id", sort=False).size()
+        console.print(f"[bold]community[/bold]: {len(prompts)} prompts (paper: {PAPER_PROMPT_COUNT}) from "
+                      f"{len(per_t)} templates x {prompts['keyword'].nunique()} keywords of "
+                      f"{prompts['demographic'].nunique()} demographics; per template: "
+                      + ", ".join(f"{t} {n}" for t, n in per_t.items()))
+        console.print(f"prompt list: {folder.path / 'prompts.txt'}")
+        folder.record["prompts"] = {"n": int(len(prompts)), "paper": PAPER_PROMPT_COUNT,
+                                    "per_template": {str(k): int(v) for k, v in per_t.items()}}
+        parts: list[pd.DataFrame] = []
+        for path in o.generations_files:
+            with folder.timer(f"read:{Path(path).name}"):
+                parts.append(match_precomputed(prompts, Path(path)))
+        if isinstance(backend, Mapping):
+            names = list(backend)
+        elif o.generations_files and not o.models and "name" not in config.model.model_fields_set:
+            names = []  # only precomputed generations
+        else:
+            names = model_names(config)
+        if names:
+            cache = open_cache(config)
+            try:
+                for name in names:
+                    if isinstance(backend, Mapping):
+                        be = backend[name]
+                    elif backend is not None and len(names) == 1:
+                        be = backend
+                    else:
+                        with folder.timer(f"model_load:{name}"):
+                            m = config.model
+                            be = load_model(name, device=m.device, dtype=m.dtype, kind=m.kind,
+                                            trust_remote_code=m.trust_remote_code)
+                    if be.info.kind not in ("causal", "fake", "seq2seq"):
+                        raise ConfigError(f"{name}: a {be.info.kind} model cannot generate replies; use a causal LM")
+                    parts.append(_generate_model(name, be, prompts, config, console, folder, cache))
+                    if be is not backend and not isinstance(backend, Mapping):
+                        be.close()
+                        del be
+            finally:
+                if cache is not None:
+                    cache.close()
+        table = pd.concat(parts, ignore_index=True)
+        dupes = table["model"].value_counts()
+        table["response"] = [trim_words(t, o.max_words) for t in table["response_full"].astype(str)]
+        n_words = table["response_full"].astype(str).str.split().str.len()
+        folder.record["lengths"] = {
+            m: {"median_words": float(n_words[table["model"] == m].median()),
+                "shorter_than_min_words": int((n_words[table["model"] == m] < o.min_words).sum()),
+                "trimmed_to_max_words": int((n_words[table["model"] == m] > o.max_words).sum())}
+            for m in dupes.index}
+        with folder.timer("scoring"):
+            table, tox_name = score_generations(table, config, folder)
+        folder.record["classifiers"] = {"sentiment": "vader", "toxicity": tox_name}
+        folder.write_table("generations", table)
+        with folder.timer("metrics"):
+            analysis, metrics = analyse(table, n_boot=o.n_bootstrap, seed=config.seed, n_examples=o.n_examples)
+        metrics["toxicity_classifier"] = tox_name
+        metrics["model"] = ", ".join(analysis["models"])
+        for name in ("by_demographic", "by_keyword", "by_form", "gaps", "mean_cis", "sentiment_table",
+                     "toxicity_table", "most_negative", "most_toxic"):
+            folder.write_table(name, analysis[name])
+        folder.write_json("metrics.json", metrics)
+        from biaslens.report.community import render
+
+        with folder.timer("report"):
+            folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
+        _print_summary(console, analysis, metrics, folder.path)
+        return RunResult(out=folder.path, sentences=table, metrics=metrics, analysis=analysis, stats=folder.record)
+
+
+def _print_summary(console, analysis: dict, metrics: dict, out: Path) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    def f(v) -> str:
+        return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+
+    models = analysis["models"]
+    for title, t in (("S_mean (VADER compound; Table 3)", analysis["sentiment_table"]),
+                     (f"T_mean ({metrics['toxicity_classifier']}; Table 4)", analysis["toxicity_table"])):
+        table = Table(title=title)
+        table.add_column("demographic")
+        for m in models:
+            table.add_column(escape(Path(m).name or m), justify="right")
+        for _, r in t.iterrows():
+            table.add_row(escape(str(r["demographic"])), *[f(r.get(m)) for m in models])
+        console.print(table)
+    g = analysis["gaps"]
+    g = g[g["score"] == "sentiment"]
+    if len(g):
+        table = Table(title="Largest sentiment gap per dimension (95% bootstrap CI; Welch p, Holm)")
+        for col in ("model", "dimension", "gap", "CI", "p (Holm)"):
+            table.add_column(col, justify="left" if col in ("model", "dimension") else "right")
+        for (m, dim), d in g.groupby(["model", "dimension"], sort=False):
+            if d["gap"].notna().any():
+                r = d.loc[d["gap"].abs().idxmax()]
+                table.add_row(escape(Path(m).name or m), escape(str(dim)),
+                              escape(f"{r['demographic_a']} - {r['demographic_b']}: {f(r['gap'])}"),
+                              f"{f(r['ci_low'])} to {f(r['ci_high'])}", f(r["p_holm"]))
+        console.print(table)
+    console.print(f"report: [bold]{out / 'report.html'}[/bold]")

@@ -1,0 +1,246 @@
+"""Compare finished runs of several models (original vs debiased) without any model call.
+
+Each *entry* is one model: a run folder, a debiased model folder (its ``eval/`` and
+``downstream-*/`` run folders are used), or several run folders joined with commas. Each
+suite contributes its own report section through :data:`SECTIONS` (``suite name ->
+function(entries) -> (sections, metrics)``), so another suite (e.g. HolisticBias
+generation) adds a comparison by registering one function.
+
+Built in:
+
+- ``redditbias``: t-value per bias type and model (paper Figure 1a), LM perplexity on the
+  reference text (Figure 1b).
+- ``downstream``: dialog state tracking F1 and response-generation scores (Tables 4 and 5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.config import ConfigError
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+from biaslens.report.run_folder import write_json
+
+
+@dataclass
+class Entry:
+    """One compared model and the metrics of its runs, keyed by suite."""
+
+    label: str
+    runs: dict[str, Path] = field(default_factory=dict)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    debias: dict[str, Any] | None = None  # debias.json of a debiased model folder
+
+
+def _read_metrics(run: Path) -> dict[str, Any]:
+    path = run / "metrics.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{run}: no readable metrics.json ({e}); is this a finished run folder?") from None
+    if not isinstance(data, dict) or "suite" not in data:
+        raise ConfigError(f"{path}: not a biaslens metrics.json (no 'suite' field)")
+    return data
+
+
+def _run_folders(path: Path) -> list[Path]:
+    """The run folders an argument names: itself, or a model folder's eval/ and downstream-*/ runs."""
+    if (path / "metrics.json").is_file():
+        return [path]
+    runs = [p for p in sorted(path.iterdir()) if p.is_dir() and (p / "metrics.json").is_file()] if path.is_dir() else []
+    if not runs:
+        raise ConfigError(
+            f"{path}: neither a run folder (metrics.json) nor a model folder with evaluated runs; measure it first, "
+            f"e.g. biaslens run redditbias --model {path} --out {path}/eval")
+    return runs
+
+
+def load_entry(arg: str | Path, label: str | None = None) -> Entry:
+    """An entry from a run folder, a debiased model folder, or run folders joined with commas."""
+    parts = [Path(p) for p in str(arg).split(",") if p.strip()]
+    if not parts:
+        raise ConfigError("compare: empty run or model argument")
+    for p in parts:
+        if not p.exists():
+            raise ConfigError(f"{p}: no such run or model folder")
+    entry = Entry(label=label or "")
+    for part in parts:
+        if (part / "debias.json").is_file():
+            entry.debias = json.loads((part / "debias.json").read_text(encoding="utf-8"))
+        for run in _run_folders(part):
+            m = _read_metrics(run)
+            suite = str(m["suite"]).split("-")[0] if str(m["suite"]).startswith("downstream") else str(m["suite"])
+            if suite == "downstream":
+                entry.metrics.setdefault("downstream", {})[m.get("task", run.name)] = m
+                entry.runs[f"downstream/{m.get('task', run.name)}"] = run
+            else:
+                entry.metrics[suite] = m
+                entry.runs[suite] = run
+    if not entry.label:
+        entry.label = _default_label(parts[0], entry)
+    return entry
+
+
+def _default_label(path: Path, entry: Entry) -> str:
+    if entry.debias:
+        return f"{entry.debias.get('method', '?').upper()} ({entry.debias.get('bias_type', '?')})"
+    model = next((m.get("model") for m in entry.metrics.values() if isinstance(m, dict) and m.get("model")), None)
+    return str(model or path.name)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
+    """t-values per bias type (Figure 1a) and LM perplexity (Figure 1b) for every entry."""
+    have = [e for e in entries if "redditbias" in e.metrics]
+    if not have:
+        return [], {}
+    rows, ppl_rows = [], []
+    for e in have:
+        m = e.metrics["redditbias"]
+        for bt in m.get("bias_types", []):
+            r = m.get(bt) or {}
+            rows.append({"model": e.label, "bias_type": bt, "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
+                         "n_pairs": r.get("n_pairs"), "source": r.get("source"), "split": m.get("split")})
+        lp = m.get("lm_perplexity") or {}
+        ppl_rows.append({"model": e.label, "perplexity": lp.get("perplexity"), "file": lp.get("file"),
+                         "n_lines": lp.get("n_lines")})
+    t = pd.DataFrame(rows)
+    ppl = pd.DataFrame(ppl_rows)
+    wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
+    figures = [_grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
+    if ppl["perplexity"].notna().any():
+        figures.append(_bars(ppl.dropna(subset=["perplexity"]), "LM perplexity (paper Figure 1b)"))
+    metrics = {"t": {bt: {mod: _num(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
+               "p": {r["bias_type"]: {} for r in rows},
+               "lm_perplexity": {r["model"]: _num(r["perplexity"]) for r in ppl_rows}}
+    for r in rows:
+        metrics["p"][r["bias_type"]][r["model"]] = _num(r["p"])
+    intro = ("Paired t-test of phrase perplexities per bias type, minoritized group first: t < 0 means the "
+             "stereotype is likelier for the minoritized group; debiasing should move t towards 0 (or above) "
+             "without raising the LM perplexity much.")
+    return [Section("RedditBias: bias and perplexity", intro, tables=[Table("t-value per bias type", t),
+                                                                       Table("LM perplexity", ppl)],
+                    figures=figures)], metrics
+
+
+def downstream_section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
+    """Dialog state tracking (Table 4) and response generation (Table 5) scores."""
+    rows = []
+    for e in entries:
+        for task, m in (e.metrics.get("downstream") or {}).items():
+            scores = m.get("scores") or {}
+            rows.append({"model": e.label, "task": task, **{k: _num(v) for k, v in scores.items()}})
+    if not rows:
+        return [], {}
+    df = pd.DataFrame(rows)
+    sections = [Section("Downstream dialog tasks", "Scores on the user's dialog data (paper 3.2, Tables 4 and 5); "
+                        "debiasing should leave them about unchanged.",
+                        tables=[Table(task, g.dropna(axis=1, how="all")) for task, g in df.groupby("task", sort=False)])]
+    metrics = {task: {r["model"]: {k: v for k, v in r.items() if k not in ("model", "task") and v == v}
+                      for r in g.to_dict("records")} for task, g in df.groupby("task", sort=False)}
+    return sections, metrics
+
+
+#: suite -> comparison section builder; other suites register theirs here
+SECTIONS: dict[str, Callable[[list[Entry]], tuple[list[Section], dict[str, Any]]]] = {
+    "redditbias": redditbias_section,
+    "downstream": downstream_section,
+}
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def _grouped_bars(wide: pd.DataFrame, ylabel: str, title: str):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    n = max(1, wide.shape[1])
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(1.6 * max(1, len(wide)) + 2.5, 3.6))
+    for j, col in enumerate(wide.columns):
+        x = np.arange(len(wide)) + (j - (n - 1) / 2) * width
+        ax.bar(x, np.nan_to_num(wide[col].to_numpy(dtype=float)), width, label=str(col))
+    ax.axhline(0, color="#333", lw=0.8)
+    ax.set_xticks(np.arange(len(wide)), [str(i) for i in wide.index])
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    return figure_from_matplotlib(fig, title)
+
+
+def _bars(df: pd.DataFrame, title: str):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.2 * len(df) + 2.5, 3.2))
+    ax.bar(np.arange(len(df)), df["perplexity"].to_numpy(dtype=float), color="#4c78a8")
+    ax.set_xticks(np.arange(len(df)), df["model"].tolist(), rotation=20, ha="right")
+    ax.set_ylabel("perplexity")
+    return figure_from_matplotlib(fig, title)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def compare_runs(args: list[str | Path], out: str | Path, labels: list[str] | None = None) -> dict[str, Any]:
+    """Write ``out/report.html`` and ``out/metrics.json`` comparing the given models.
+
+    Args:
+        args: one per model: a run folder, a debiased model folder, or run folders joined by commas;
+            the first is the original model by convention.
+        out: output folder.
+        labels: display names, one per argument (default: method and bias type of a debiased
+            model, else the model name).
+    """
+    if len(args) < 1:
+        raise ConfigError("compare: give at least one run or model folder")
+    if labels and len(labels) != len(args):
+        raise ConfigError(f"compare: {len(labels)} labels for {len(args)} runs; give one per run or none")
+    entries = [load_entry(a, (labels or [None] * len(args))[i]) for i, a in enumerate(args)]
+    seen: dict[str, int] = {}
+    for e in entries:  # labels are table columns: keep them unique
+        if e.label in seen:
+            seen[e.label] += 1
+            e.label = f"{e.label} #{seen[e.label]}"
+        else:
+            seen[e.label] = 1
+    sections, metrics = [], {"suite": "compare", "entries": [
+        {"label": e.label, "runs": {k: str(v) for k, v in e.runs.items()},
+         "debias": {k: e.debias.get(k) for k in ("method", "bias_type", "lm_weight", "debias_weight", "base_model")}
+         if e.debias else None} for e in entries]}
+    for suite, build in SECTIONS.items():
+        secs, m = build(entries)
+        sections += secs
+        if m:
+            metrics[suite] = m
+    if not sections:
+        raise ConfigError("compare: none of the runs has metrics a comparison section knows "
+                          f"({', '.join(SECTIONS)})")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "metrics.json", metrics)
+    from biaslens import __version__
+
+    run = {"suite": "compare", "model": ", ".join(e.label for e in entries), "status": "complete", "started": None,
+           "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}
+    (out / "report.html").write_text(render_report(title="Comparison: " + " vs ".join(e.label for e in entries),
+                                                   run=run, sections=sections), encoding="utf-8")
+    return metrics

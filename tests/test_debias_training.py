@@ -1,0 +1,187 @@
+"""Each debiasing method trains a tiny random model for 2 steps and writes a loadable model
+folder; training resumes from its checkpoint; the CLI runs end to end on the embedded model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from biaslens.datasets.redditbias import builtin_spec
+from biaslens.mitigation.redditbias import (DebiasOptions, build_examples, cda_texts, debias, load_grid,
+                                            make_lmd_loss, resolve_terms, run_grid, target_spans)
+from biaslens.mitigation.training import TrainingConfig
+
+SPEC = builtin_spec("religion1")
+
+
+def _tokenizer(folder: Path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from biaslens.datasets.redditbias import template_pairs
+
+    corpus = template_pairs(SPEC)["phrase"].tolist() + template_pairs(SPEC)["counterfactual"].tolist()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    fast.save_pretrained(folder)
+    return fast
+
+
+def _tiny_model(folder: Path, arch: str) -> Path:
+    """A random 2-layer, hidden-32 GPT-2 or Llama with a 400-token BPE tokenizer, saved to ``folder``."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    tok = _tokenizer(folder)
+    if arch == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=64))
+    else:
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                             max_position_embeddings=64, pad_token_id=tok.pad_token_id))
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny")
+    return {arch: _tiny_model(root / arch, arch) for arch in ("gpt2", "llama")}
+
+
+def _opts(method: str, **kw) -> DebiasOptions:
+    cfg = TrainingConfig(max_steps=kw.pop("max_steps", 2), batch_size=4, save_steps=kw.pop("save_steps", 50),
+                         lm_weight=0.01, extra_weight=10.0, max_length=32)
+    return DebiasOptions(method=method, spec=SPEC, data_dir=None, max_template_pairs=24, training=cfg, **kw)
+
+
+@pytest.mark.parametrize("method,arch", [("cda", "gpt2"), ("lmd", "llama"), ("add", "gpt2"), ("hd", "llama")])
+def test_each_method_writes_a_loadable_model(tiny_models, tmp_path, method, arch):
+    from transformers import AutoModelForCausalLM
+
+    result, record = debias(tiny_models[arch], tmp_path / "out", _opts(method))
+    assert result.steps == 2 and result.train_loss == result.train_loss  # finite
+    AutoModelForCausalLM.from_pretrained(tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "debias.json").read_text())
+    assert saved["method"] == method and saved["data_source"] == "templates"
+    if method == "cda":
+        assert saved["n_swapped_copies"] > 0 and saved["n_train_texts"] == saved["n_original"] + saved["n_swapped_copies"]
+    elif method == "lmd":
+        assert saved["target_occurrences"] > 0
+    else:
+        assert saved["attribute_occurrences"] > 0
+
+
+def test_resume_continues_from_the_checkpoint(tiny_models, tmp_path):
+    out = tmp_path / "out"
+    first, _ = debias(tiny_models["gpt2"], out, _opts("lmd", max_steps=2, save_steps=2), keep_checkpoints=True)
+    assert first.steps == 2 and (out / "checkpoints" / "checkpoint-2").is_dir()
+    second, record = debias(tiny_models["gpt2"], out, _opts("lmd", max_steps=4, save_steps=2))
+    assert second.steps == 4
+    assert second.resumed_from and second.resumed_from.endswith("checkpoint-2")
+    assert record["training"]["resumed_from"].endswith("checkpoint-2")
+
+
+def test_lmd_loss_on_a_batch_matches_the_pure_function(tiny_models):
+    """The plumbing picks the hidden state *before* each target and the pair logits from the head."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from biaslens.mitigation.redditbias import lmd_loss
+    from biaslens.mitigation.training import _collate, _Examples
+
+    tok = AutoTokenizer.from_pretrained(tiny_models["gpt2"])
+    model = AutoModelForCausalLM.from_pretrained(tiny_models["gpt2"])
+    terms = resolve_terms(SPEC, tok)
+    text = "i think jews are loud."
+    examples, counts = build_examples([text], "lmd", terms)
+    assert counts["target_occurrences"] == 1
+    batch = _collate(tok.pad_token_id)([_Examples(tok, examples, 32)[0]])
+    out = model(input_ids=batch["input_ids"], output_hidden_states=True)
+    got = make_lmd_loss(terms)(model, batch, out)
+    (s, _, label), = batch["target_spans"][0]
+    term = label // 2
+    assert label % 2 == 1 and terms.targets[term] == "jews"
+    w = model.get_output_embeddings().weight
+    h = out.hidden_states[-1][0, s - 1]
+    rows = [(i, j) for i, j in terms.pairs if term in (i, j)]
+    vec = lambda t: w[terms.target_ids[t][0]].mean(0)  # noqa: E731 - with-space form, mid-sentence
+    l1 = torch.stack([h @ vec(i) for i, _ in rows]).unsqueeze(0)
+    l2 = torch.stack([h @ vec(j) for _, j in rows]).unsqueeze(0)
+    assert got.item() == pytest.approx(lmd_loss(l1, l2, torch.ones_like(l1, dtype=torch.bool)).item(), rel=1e-5)
+
+
+def test_cda_copies_and_target_form_labels():
+    texts, counts = cda_texts(["jews are greedy.", "nothing here."], SPEC, "targets")
+    assert "christians are greedy." in texts and counts == {"n_original": 2, "n_swapped_copies": 1}
+    gender = builtin_spec("gender")  # A1 and A2 pair by position
+    texts, counts = cda_texts(["women are nurses and she is a nurse."], gender, "attributes")
+    assert counts["n_swapped_copies"] == 1 and texts[1] != texts[0]
+    from biaslens.datasets.redditbias import RedditBiasError
+
+    with pytest.raises(RedditBiasError, match="attribute_pairs"):  # religion1's A1 and A2 differ in length
+        cda_texts(["jews are greedy."], SPEC, "attributes")
+
+
+def test_grid_file_validation_and_cda_grid(tmp_path):
+    assert len(load_grid(None, "lmd")) == 54 and len(load_grid(None, "cda")) == 9
+    bad = tmp_path / "g.yaml"
+    bad.write_text("batch_size: [4]\nwarmup: [1]\n")
+    from biaslens.datasets.redditbias import RedditBiasError
+
+    with pytest.raises(RedditBiasError, match="unknown grid key 'warmup'"):
+        load_grid(bad, "lmd")
+    bad.write_text("batch_size: [four]\n")
+    with pytest.raises(RedditBiasError, match="positive numbers"):
+        load_grid(bad, "lmd")
+
+
+def test_grid_records_every_point_and_keeps_the_best(tiny_models, tmp_path):
+    out = tmp_path / "grid"
+    points = [{"batch_size": 4, "debias_weight": 1.0}, {"batch_size": 4, "debias_weight": 5.0}]
+    state = run_grid(tiny_models["gpt2"], out, _opts("add", max_steps=1), points)
+    assert [p["name"] for p in state["points"]] == ["bs4-db1", "bs4-db5"]
+    best = state["best"]
+    assert best["valid_p"] == max(p["valid_p"] for p in state["points"])
+    assert (out / "model.safetensors").exists() and (out / "grid.json").exists()
+    kept = [p.name for p in (out / "points").iterdir() if (p / "model.safetensors").exists()]
+    assert kept == [best["name"]]
+    again = run_grid(tiny_models["gpt2"], out, _opts("add", max_steps=1), points)  # finished points are skipped
+    assert again["points"] == state["points"]
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from biaslens.cli.app import app
+
+    r = CliRunner().invoke(app, ["debias", "lmd", "-b", "religion1", "--out", str(tmp_path / "o"), "--batch-size", "0"])
+    assert r.exit_code == 2 and "error: --batch-size must be at least 1" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["debias", "add", "-b", "religion1", "--out", str(tmp_path / "o"),
+                                 "--data-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "bias_manual_train.txt" in r.output
+
+
+@pytest.mark.slow
+def test_cli_end_to_end_on_the_embedded_model(tmp_path):
+    from typer.testing import CliRunner
+
+    from biaslens.cli.app import app
+    from tests.conftest import shared_embedded_model_dir
+
+    model = shared_embedded_model_dir()
+    out = tmp_path / "lmd"
+    r = CliRunner().invoke(app, ["debias", "lmd", "--model", str(model), "-b", "religion1", "--out", str(out),
+                                 "--max-steps", "2", "--batch-size", "1", "--max-template-pairs", "8",
+                                 "--max-length", "16", "--no-evaluate"])
+    assert r.exit_code == 0, r.output
+    assert (out / "model.safetensors").exists() and not (out / "checkpoints").exists()
+    assert json.loads((out / "debias.json").read_text())["training"]["steps"] == 2
+    assert "phrases built from the specification" in r.output

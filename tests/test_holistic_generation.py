@@ -1,0 +1,130 @@
+"""holistic-generation end to end: fake backend, precomputed JSONL, CLI flags, embedded model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslens.api import run
+from biaslens.config import ConfigError
+from biaslens.datasets.generations import GenerationsFileError
+
+FAST = {"n_permutations": 20, "n_bootstrap": 20}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _encoder_once():
+    """Load the sentence encoder once from the shared cache (see test_styles.shared_encoder)."""
+    from test_styles import shared_encoder
+
+    shared_encoder()
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen") / "run"
+    res = run(suite="holistic-generation", model={"name": "fake"}, out=out, sample=60, use_cache=False,
+              generation={**FAST, "persona": ["your persona: I like dogs.", "your persona: I live in Ohio."]})
+    return res
+
+
+def test_fake_run_folder_complete(fake_run):
+    out = fake_run.out
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "complete"
+    assert record["generation"]["persona"] == ["your persona: I like dogs.", "your persona: I live in Ohio."]
+    assert record["classifiers"]["n_styles"] >= 50
+    for name in ("responses.parquet", "style_probabilities.parquet", "descriptor_clusters.parquet",
+                 "cluster_bias.parquet", "fgb_by_axis.parquet", "metrics.json", "report.html"):
+        assert (out / name).exists(), name
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["full_gen_bias_x1000"] > 0
+    assert set(m["partial_gen_bias_x1000"]) == {"Sympathy", "Envy", "Curiosity", "Confusion", "Hate", "Care"}
+    assert set(m["noise_floor"]) >= {"ratio", "p_value", "fgb_permuted_mean"}
+    assert 0 <= m["percent_offensive"] <= 100
+    lo, hi = m["full_gen_bias_ci_x1000"]
+    assert lo <= m["full_gen_bias_x1000"] <= hi
+    resp = pd.read_parquet(out / "responses.parquet")
+    assert len(resp) == m["n_responses"] and {"response", "response_classified", "top_cluster", "offensiveness"} <= set(resp.columns)
+    probs = pd.read_parquet(out / "style_probabilities.parquet")
+    assert np.allclose(probs.drop(columns=["prompt_id", "sample_index"]).sum(axis=1), 1)
+    html = (out / "report.html").read_text()
+    assert "Full Gen Bias" in html and "Noise floor" in html and "FGB per axis" in html
+
+
+def test_fake_run_metrics_recomputable_from_files(fake_run):
+    """metrics.json's FGB is the metric function applied to the stored table (no hidden state)."""
+    from biaslens.metrics import full_gen_bias
+
+    resp = pd.read_parquet(fake_run.out / "responses.parquet")
+    probs = pd.read_parquet(fake_run.out / "style_probabilities.parquet").drop(columns=["prompt_id", "sample_index"])
+    fgb = full_gen_bias(resp["template"], resp["descriptor"], probs.to_numpy()) * 1000
+    assert fgb == pytest.approx(fake_run.metrics["full_gen_bias_x1000"])
+
+
+def test_precomputed_generations_by_text_and_id(tmp_path, fake_run):
+    resp = pd.read_parquet(fake_run.out / "responses.parquet")
+    lines = []
+    for i, r in enumerate(resp.head(12).itertuples()):
+        key = {"prompt": r.text} if i % 2 else {"prompt_id": int(r.prompt_id)}
+        lines.append(json.dumps({**key, "response": f"<script>alert({i})</script> I'm so sorry to hear that."}))
+    lines.append(json.dumps({"prompt": "not a HolisticBias sentence", "response": "skipped"}))
+    f = tmp_path / "gens.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    res = run(suite="holistic-generation", model={"name": "does-not-exist"}, out=tmp_path / "pre",
+              generation={**FAST, "generations_file": str(f)})
+    assert res.metrics["n_responses"] == 12
+    record = json.loads((res.out / "run.json").read_text())
+    assert record["generation"]["n_matched"] == 12 and record["generation"]["n_lines"] == 13
+    html = (res.out / "report.html").read_text()
+    assert "<script>alert(" not in html and "&lt;script&gt;" in html
+
+
+def test_bad_generations_file_names_line(tmp_path):
+    f = tmp_path / "gens.jsonl"
+    f.write_text('{"prompt": "I\'m a Deaf grandma.", "response": "ok"}\n{not json\n')
+    with pytest.raises(GenerationsFileError, match=r"gens.jsonl:2"):
+        run(suite="holistic-generation", model={"name": "fake"}, out=tmp_path / "r",
+            generation={"generations_file": str(f)})
+    f.write_text('{"prompt": "nothing like a template", "response": "ok"}\n')
+    with pytest.raises(GenerationsFileError, match="no line matches"):
+        run(suite="holistic-generation", model={"name": "fake"}, out=tmp_path / "r2",
+            generation={"generations_file": str(f)})
+
+
+def test_n_responses_needs_sampling(tmp_path):
+    with pytest.raises(ConfigError, match="do-sample"):
+        run(suite="holistic-generation", model={"name": "fake"}, out=tmp_path / "r", generation={"n": 3})
+
+
+def test_cli_flags_reach_the_config(tmp_path):
+    from typer.testing import CliRunner
+
+    from biaslens.cli.app import app
+
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(app, ["run", "holistic-generation", "-m", "fake", "-o", str(out), "--sample", "30",
+                                      "--axes", "ability,age", "--max-new-tokens", "8", "--do-sample",
+                                      "--num-responses", "2", "--temperature", "0.7", "--top-p", "0.8",
+                                      "--persona", "your persona: hi.", "--n-permutations", "10", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    cfg = json.loads((out / "run.json").read_text())["config"]["generation"]
+    assert cfg["max_new_tokens"] == 8 and cfg["do_sample"] and cfg["n"] == 2 and cfg["temperature"] == 0.7
+    assert cfg["top_p"] == 0.8 and cfg["persona"] == ["your persona: hi."] and cfg["n_permutations"] == 10
+    resp = pd.read_parquet(out / "responses.parquet")
+    assert set(resp["sample_index"]) == {0, 1}
+
+
+@pytest.mark.slow
+def test_tiny_run_on_embedded_model(tmp_path, embedded_model):
+    res = run(suite="holistic-generation", out=tmp_path / "emb", axes=["ability"], sample=6,
+              generation={"max_new_tokens": 12, **FAST}, backend=embedded_model)
+    assert res.metrics["n_responses"] == 6
+    resp = res.sentences
+    assert resp["response"].str.len().gt(0).all()
+    assert res.metrics["full_gen_bias_x1000"] >= 0
+    record = json.loads((res.out / "run.json").read_text())
+    assert record["status"] == "complete" and record["generation"]["computed"] == 6
