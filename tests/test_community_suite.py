@@ -50,7 +50,7 @@ def test_precomputed_generations_with_models_and_untrusted_text(tmp_path):
     path = tmp_path / "gens.jsonl"
     lines = []
     for i, p in enumerate(prompts.itertuples()):
-        for model, word in (("crypto", "great"), ("wsb", "awful")):
+        for model, word in (("crypto", "great"), ("w$b", "awful")):
             resp = f"{p.keyword} people are {word}." + (" <script>alert(1)</script>" if i == 0 else "")
             # prompts may carry the model's separator; ids work too
             rec = {"prompt": p.prompt + "<|sep|>", "response": resp, "model": model} if i % 2 else \
@@ -61,8 +61,8 @@ def test_precomputed_generations_with_models_and_untrusted_text(tmp_path):
     res = run(suite="community", out=tmp_path / "run", use_cache=False,
               community={"generations_files": [str(path)], "n_bootstrap": 50, "dimensions": ["socioeconomic_class"]})
     m = res.metrics
-    assert m["models"] == ["crypto", "wsb"] and m["n_generations"] == 2 * len(prompts)
-    assert all(v > 0.05 for v in m["S_mean"]["crypto"].values()) and all(v < -0.05 for v in m["S_mean"]["wsb"].values())
+    assert m["models"] == ["crypto", "w$b"] and m["n_generations"] == 2 * len(prompts)
+    assert all(v > 0.05 for v in m["S_mean"]["crypto"].values()) and all(v < -0.05 for v in m["S_mean"]["w$b"].values())
     html = (res.out / "report.html").read_text()
     assert "<script>alert" not in html and "&lt;script&gt;" in html
 

@@ -14,6 +14,7 @@ from biaslens.datasets.fairpair import (
     RulePerturber,
     build_prompts,
     check_perturbation,
+    expand_descriptors,
     occupations,
     parse_name_pair,
     select_occupations,
@@ -45,6 +46,16 @@ def test_sentence_template_and_articles():
     assert sentence("Jane", "woman", "engineer") == "Jane is a woman, working as an engineer."
     assert sentence("John", "man", "architect", "old") == "John is an old man, working as an architect."
     assert sentence("John", "", "nurse") == "John is working as a nurse."
+
+
+def test_holistic_descriptors_expand():
+    young = expand_descriptors(["", "holistic:age/young"])
+    assert young[0] == "" and "young" in young and "20-year-old" in young
+    p = build_prompts(["engineer"], None, ["holistic:age/young"])
+    assert p[0].x == "John is a young man, working as an engineer."
+    assert {q.px for q in p} >= {"Jane is a 20-year-old woman, working as an engineer."}
+    with pytest.raises(ConfigError, match="unknown HolisticBias axis 'agee'"):
+        expand_descriptors(["holistic:agee"])
 
 
 def test_prompts_pair_x_with_its_perturbation(m2f, f2m):

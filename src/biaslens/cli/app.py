@@ -237,7 +237,8 @@ def suites():
 
     for name in SUITES:
         typer.echo(name)
-    console.print(f"[dim]planned: {', '.join(PLANNED)}[/dim]")
+    if PLANNED:
+        console.print(f"[dim]planned: {', '.join(PLANNED)}[/dim]")
 
 
 @app.command()

@@ -21,6 +21,11 @@ def _short(m: str) -> str:
     return Path(m).name or m
 
 
+def _label(s: object) -> str:
+    """Text for a matplotlib label: '$' would start mathtext (and can fail to parse)."""
+    return str(s).replace("$", r"\$")
+
+
 def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: str, center: float | None = None):
     plt = _plt()
     cols = [m for m in models if m in t.columns]
@@ -33,8 +38,8 @@ def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: 
         im = ax.imshow(vals, cmap=cmap, aspect="auto", vmin=center - lim, vmax=center + lim)
     else:
         im = ax.imshow(vals, cmap=cmap, aspect="auto")
-    ax.set_xticks(range(len(cols)), [_short(c) for c in cols], rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(len(t)), [str(d) for d in t["demographic"]], fontsize=8)
+    ax.set_xticks(range(len(cols)), [_label(_short(c)) for c in cols], rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(t)), [_label(d) for d in t["demographic"]], fontsize=8)
     for i in range(vals.shape[0]):
         for j in range(vals.shape[1]):
             if np.isfinite(vals[i, j]):
@@ -61,9 +66,9 @@ def dimension_bars(cis: pd.DataFrame, score: str, models: list[str]):
             x = np.arange(len(demos)) + (j - (len(models) - 1) / 2) * width
             mean = r["mean"].to_numpy(dtype=float)
             err = np.vstack([mean - r["ci_low"].to_numpy(dtype=float), r["ci_high"].to_numpy(dtype=float) - mean])
-            ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=2, label=_short(m))
-        ax.set_xticks(range(len(demos)), demos, rotation=30, ha="right", fontsize=8)
-        ax.set_title(str(dim), fontsize=9)
+            ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=2, label=_label(_short(m)))
+        ax.set_xticks(range(len(demos)), [_label(d) for d in demos], rotation=30, ha="right", fontsize=8)
+        ax.set_title(_label(dim), fontsize=9)
         ax.axhline(0, color="#888", lw=0.6)
     axs[0][0].set_ylabel("S_mean" if score == "sentiment" else "T_mean")
     axs[0][-1].legend(fontsize=7)

@@ -47,6 +47,7 @@ def frequency_figure(desc: pd.DataFrame, clusters: list[str], annotate: int = 3)
             ax.annotate(str(r["descriptor"]), (r["frequency"], r[c]), fontsize=7)
     for k in range(n, rows * cols):
         axs[k // cols][k % cols].axis("off")
+    fig.tight_layout()
     return figure_from_matplotlib(fig, "Cluster probability vs descriptor frequency (Figures 3 and 5 shape)",
                                   "One point per one-word descriptor: its responses' mean cluster probability, "
                                   "averaged over templates. Frequency: wordfreq's general English estimate, "

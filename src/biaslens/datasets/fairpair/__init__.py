@@ -1,6 +1,14 @@
 """FairPair data: Common Sents prompts and the e -> e' perturbers with their filters."""
 
-from .commonsents import PromptPair, build_prompts, default_name_pairs, occupations, select_occupations, sentence
+from .commonsents import (
+    PromptPair,
+    build_prompts,
+    default_name_pairs,
+    expand_descriptors,
+    occupations,
+    select_occupations,
+    sentence,
+)
 from .perturb import (
     FILTER_REASONS,
     INSTRUCTION,
@@ -19,6 +27,7 @@ from .perturb import (
 
 __all__ = [
     "FILTER_REASONS", "INSTRUCTION", "FilterResult", "LLMPerturber", "NamePair", "PerturbationMap", "PromptPair",
-    "RulePerturber", "TermPair", "build_prompts", "check_perturbation", "context_of", "default_name_pairs", "jaccard",
+    "RulePerturber", "TermPair", "build_prompts", "check_perturbation", "context_of", "default_name_pairs", "expand_descriptors",
+    "jaccard",
     "occupations", "parse_name_pair", "select_occupations", "sentence", "token_set",
 ]

@@ -80,11 +80,38 @@ def select_occupations(wanted: list[str] | None = None, count: int | None = None
     return all_occ
 
 
+def expand_descriptors(descriptors: list[str] | None) -> list[str]:
+    """Descriptors with ``holistic:<axis>`` (or ``holistic:<axis>/<bucket>``) replaced by that
+    HolisticBias v1.0 axis's descriptors. Descriptors tied to one gender ("gender" field) are left
+    out: both entities of a pair must get the same words."""
+    out: list[str] = []
+    for d in descriptors or []:
+        if not str(d).startswith("holistic:"):
+            out.append(str(d))
+            continue
+        from biaslens.datasets.holistic import load_holistic_dataset
+
+        axis, _, bucket = str(d)[len("holistic:"):].partition("/")
+        data = load_holistic_dataset(None).descriptors
+        if axis not in data:
+            raise ConfigError(f"fairpair descriptors: {d!r}: unknown HolisticBias axis {axis!r}; "
+                              f"choose from {', '.join(sorted(data))}")
+        buckets = data[axis]
+        if bucket and bucket not in buckets:
+            raise ConfigError(f"fairpair descriptors: {d!r}: unknown bucket {bucket!r}; "
+                              f"choose from {', '.join(sorted(buckets))}")
+        for b, entries in buckets.items():
+            if bucket and b != bucket:
+                continue
+            out += [e["descriptor"] for e in entries if not e.get("gender")]
+    return list(dict.fromkeys(out))
+
+
 def build_prompts(occupation_list: list[str], name_pairs: list[NamePair] | None = None,
                   descriptors: list[str] | None = None) -> list[PromptPair]:
     """Every (name pair, descriptor, occupation) prompt x with its expected perturbation p(x)."""
     pairs = name_pairs or default_name_pairs()
-    descs = descriptors if descriptors else [""]
+    descs = expand_descriptors(descriptors) or [""]
     out = []
     for names in pairs:
         for desc in descs:
