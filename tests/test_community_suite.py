@@ -7,7 +7,6 @@ import json
 import random
 
 import pandas as pd
-import pytest
 from typer.testing import CliRunner
 
 from biaslens.api import run
