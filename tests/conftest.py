@@ -104,3 +104,63 @@ def reference_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"reference files not found at {path} (set BIASLENS_REFERENCE_DIR)")
     return path
+
+
+@pytest.fixture(scope="session")
+def embedded_model_path() -> Path:
+    """Folder of the converted embedded model (shared conversion; skips when not installed)."""
+    return shared_embedded_model_dir()
+
+
+_DEFAULT_CORPUS = [
+    "the people in my town are kind and the weather is good",
+    "jews christians muslims women men black white gay straight people are here",
+    "I think they are greedy lazy smart kind violent peaceful and very nice",
+    "what do you think about my friends and their families today",
+]
+
+
+def make_tiny_causal_lm(folder: Path, arch: str = "llama", *, corpus: list[str] | None = None,
+                        tokenizer_from: Path | None = None) -> Path:
+    """A random 2-layer, hidden-32 GPT-2 or Llama saved to ``folder``: fast to train in tests.
+
+    The tokenizer is copied from ``tokenizer_from`` (e.g. the embedded model's) or is a
+    400-token byte-level BPE trained on ``corpus``.
+    """
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if tokenizer_from is not None:
+        tok = AutoTokenizer.from_pretrained(tokenizer_from)
+    else:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+        from transformers import PreTrainedTokenizerFast
+
+        bpe = Tokenizer(models.BPE())
+        bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        bpe.decoder = decoders.ByteLevel()
+        bpe.train_from_iterator(corpus or _DEFAULT_CORPUS,
+                                trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                                    initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tok.save_pretrained(folder)
+    torch.manual_seed(0)
+    if arch == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=256))
+    elif arch == "llama":
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                             max_position_embeddings=256, pad_token_id=tok.pad_token_id,
+                                             bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                             tie_word_embeddings=True))
+    else:
+        raise ValueError(arch)
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_lm():
+    """The :func:`make_tiny_causal_lm` factory, for tests that fine-tune."""
+    return make_tiny_causal_lm

@@ -81,23 +81,6 @@ def test_cli_run_community_with_fake_model(tmp_path):
 
 # -- fine-tuning a tiny random model -----------------------------------------
 
-def _tiny_model(tmp_path):
-    from conftest import shared_embedded_model_dir
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    tok = AutoTokenizer.from_pretrained(shared_embedded_model_dir())
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
-    import torch
-
-    torch.manual_seed(0)
-    path = tmp_path / "tiny-base"
-    LlamaForCausalLM(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 def _community_file(tmp_path, n_posts: int = 60):
     rnd = random.Random(0)
     words = "money market coin moon hold sell buy rich poor people think great bad price week".split()
@@ -114,12 +97,12 @@ def _community_file(tmp_path, n_posts: int = 60):
     return path, len(rows)
 
 
-def test_finetune_tiny_model_then_compare(tmp_path):
+def test_finetune_tiny_model_then_compare(tmp_path, tiny_causal_lm, embedded_model_path):
     from biaslens.cli.app import app
     from biaslens.mitigation.community import community_separator
     from biaslens.models import load_model
 
-    base = _tiny_model(tmp_path)
+    base = tiny_causal_lm(tmp_path / "tiny-base", "llama", tokenizer_from=embedded_model_path)
     data, n_lines = _community_file(tmp_path)
     assert n_lines >= 100
     out = tmp_path / "crypto-model"

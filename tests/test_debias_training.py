@@ -16,44 +16,14 @@ from biaslens.mitigation.training import TrainingConfig
 SPEC = builtin_spec("religion1")
 
 
-def _tokenizer(folder: Path):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory, tiny_causal_lm) -> dict[str, Path]:
     from biaslens.datasets.redditbias import template_pairs
 
-    corpus = template_pairs(SPEC)["phrase"].tolist() + template_pairs(SPEC)["counterfactual"].tolist()
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
-                                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
-    fast.save_pretrained(folder)
-    return fast
-
-
-def _tiny_model(folder: Path, arch: str) -> Path:
-    """A random 2-layer, hidden-32 GPT-2 or Llama with a 400-token BPE tokenizer, saved to ``folder``."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    tok = _tokenizer(folder)
-    if arch == "gpt2":
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=64))
-    else:
-        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                                             max_position_embeddings=64, pad_token_id=tok.pad_token_id))
-    model.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_models(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny")
-    return {arch: _tiny_model(root / arch, arch) for arch in ("gpt2", "llama")}
+    pairs = template_pairs(SPEC)
+    corpus = pairs["phrase"].tolist() + pairs["counterfactual"].tolist()
+    return {arch: tiny_causal_lm(root / arch, arch, corpus=corpus) for arch in ("gpt2", "llama")}
 
 
 def _opts(method: str, **kw) -> DebiasOptions:
@@ -170,13 +140,12 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_on_the_embedded_model(tmp_path):
+def test_cli_end_to_end_on_the_embedded_model(tmp_path, embedded_model_path):
     from typer.testing import CliRunner
 
     from biaslens.cli.app import app
-    from tests.conftest import shared_embedded_model_dir
 
-    model = shared_embedded_model_dir()
+    model = embedded_model_path
     out = tmp_path / "lmd"
     r = CliRunner().invoke(app, ["debias", "lmd", "--model", str(model), "-b", "religion1", "--out", str(out),
                                  "--max-steps", "2", "--batch-size", "1", "--max-template-pairs", "8",

@@ -58,10 +58,8 @@ def test_dstc7_reader_and_errors(tmp_path):
         read_dstc7(tmp_path / "bad.tsv")
 
 
-def test_both_tasks_run_on_a_tiny_model(tmp_path):
-    from tests.test_debias_training import _tiny_model
-
-    model = _tiny_model(tmp_path / "m", "gpt2")
+def test_both_tasks_run_on_a_tiny_model(tmp_path, tiny_causal_lm):
+    model = tiny_causal_lm(tmp_path / "m", "gpt2")
     mw = _multiwoz(tmp_path / "data.json")
     dst = run_dst(model, mw, mw, tmp_path / "dst", max_steps=2, batch_size=4)
     assert dst["suite"] == "downstream" and 0.0 <= dst["scores"]["f1"] <= 1.0
