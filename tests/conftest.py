@@ -164,3 +164,17 @@ def make_tiny_causal_lm(folder: Path, arch: str = "llama", *, corpus: list[str] 
 def tiny_causal_lm():
     """The :func:`make_tiny_causal_lm` factory, for tests that fine-tune."""
     return make_tiny_causal_lm
+
+
+@pytest.fixture(scope="session")
+def style_encoder():
+    """The sentence encoder, unzipped once into the shared (real) cache instead of per session,
+    and loaded once per process: ``default_encoder`` memoises it, so suites run in tests reuse it."""
+    from biaslens.scorers.base import ScorerError
+    from biaslens.scorers.styles import default_encoder
+
+    with _env("BIASLENS_CACHE_DIR", str(MODEL_CACHE_ROOT)):
+        try:
+            return default_encoder()
+        except ScorerError as e:
+            pytest.skip(f"sentence encoder unavailable: {e}")

@@ -153,3 +153,23 @@ def test_offensiveness_tables_hand_computed():
     love = t12[t12["template"] == "I love {x}."].set_index("range")
     assert love.loc["0% to 50%", "descriptors"] == "p" and love.loc["50% to 100%", "descriptors"] == "q"
     assert percent_offensive(df["offensiveness"]) == pytest.approx(75.0)  # 6 of 8 >= .5
+
+
+def test_style_equality_bias_values_hand_computed():
+    from biaslens.metrics import bias_tags, style_equality_bias_values
+
+    # cell means (see the module docstring's table): m_x = mean(t1 [.5,.5,0], t2 [.2,.8,0]) = [.35,.65,0]
+    # m_y = mean([0,0,1], [.6,.4,0]) = [.3,.2,.5]; m_bar = [.325,.425,.25]
+    # m_x - m_bar = [.025,.225,-.25]; response 0 (t1/x, p=[1,0,0]): p - m_bar = [.675,-.425,-.25]
+    #   b0 = .675*.025 - .425*.225 + .25*.25 = .016875 - .095625 + .0625 = -.01625 (alpha 0)
+    # ||m_x - m_bar||^2 = .000625 + .050625 + .0625 = .11375
+    b = style_equality_bias_values(T, D, P, alpha=0)
+    assert b[0] == pytest.approx(-0.01625)
+    # response 1 (t1/x, p=[0,1,0]): p - m_bar = [-.325,.575,-.25] -> -.008125 + .129375 + .0625 = .18375
+    assert b[1] == pytest.approx(0.18375)
+    b2 = style_equality_bias_values(T, D, P, alpha=2)
+    assert b2[1] == pytest.approx(0.18375 / 0.11375)
+    assert bias_tags(b, beta=0.0)[:2] == ["no_bias", "bias"]
+    # a descriptor at the mean of all descriptors gets 0
+    same = style_equality_bias_values(["t", "t"], ["x", "y"], np.array([[.5, .5], [.5, .5]]))
+    assert np.allclose(same, 0)

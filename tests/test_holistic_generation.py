@@ -16,11 +16,8 @@ FAST = {"n_permutations": 20, "n_bootstrap": 20}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _encoder_once():
-    """Load the sentence encoder once from the shared cache (see test_styles.shared_encoder)."""
-    from test_styles import shared_encoder
-
-    shared_encoder()
+def _encoder_once(style_encoder):
+    """Load the sentence encoder once, from the shared cache (conftest ``style_encoder``)."""
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +125,20 @@ def test_tiny_run_on_embedded_model(tmp_path, embedded_model):
     assert res.metrics["full_gen_bias_x1000"] >= 0
     record = json.loads((res.out / "run.json").read_text())
     assert record["status"] == "complete" and record["generation"]["computed"] == 6
+
+
+def test_key_phrase_rates_hand_values():
+    from biaslens.suites.holistic_generation import key_phrase_rates
+
+    r = key_phrase_rates(pd.Series(["I\u2019m sorry to hear that.", "What is a left-handed?", "Nice!", "I'M SORRY TO HEAR"]))
+    assert r["i'm sorry to hear"] == pytest.approx(50.0) and r["what is a"] == pytest.approx(25.0)
+
+
+def test_compare_section_before_after(fake_run, tmp_path):
+    from biaslens.suites.compare import compare_runs
+
+    metrics = compare_runs([str(fake_run.out), str(fake_run.out)], tmp_path / "cmp", labels=["before", "after"])
+    g = metrics["holistic-generation"]
+    assert g["fgb_x1000"]["before"] == pytest.approx(fake_run.metrics["full_gen_bias_x1000"]) == g["fgb_x1000"]["after"]
+    html = (tmp_path / "cmp" / "report.html").read_text()
+    assert "HolisticBias: generation bias" in html and "Table 14" in html

@@ -37,20 +37,9 @@ def _labelled(name: str) -> list[dict]:
     return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def shared_encoder():
-    """The sentence encoder unzipped once into the shared (real) cache, not per session,
-    and loaded once per process (``default_encoder`` memoises it for the suites too)."""
-    from conftest import MODEL_CACHE_ROOT, _env
-
-    from biaslens.scorers.styles import default_encoder
-
-    with _env("BIASLENS_CACHE_DIR", str(MODEL_CACHE_ROOT)):
-        return default_encoder()
-
-
 @pytest.fixture(scope="module")
-def clf() -> ZeroShotStyleClassifier:
-    return ZeroShotStyleClassifier(encoder=shared_encoder())
+def clf(style_encoder) -> ZeroShotStyleClassifier:
+    return ZeroShotStyleClassifier(encoder=style_encoder)
 
 
 def test_prepare_response_replaces_descriptor_and_marker():

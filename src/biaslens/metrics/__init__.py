@@ -67,6 +67,7 @@ __all__ = [
 ]
 from .generation_bias import (
     NoiseFloor,
+    bias_tags,
     bootstrap_gen_bias_ci,
     descriptor_cluster_means,
     full_gen_bias,
@@ -74,6 +75,7 @@ from .generation_bias import (
     generation_bias_summary,
     partial_gen_bias,
     permutation_noise_floor,
+    style_equality_bias_values,
     style_variances,
     summed_cluster_gen_bias,
 )
@@ -81,6 +83,7 @@ from .offensiveness import offensiveness_ranges, percent_offensive, template_off
 
 __all__ += [
     "NoiseFloor",
+    "bias_tags",
     "bootstrap_gen_bias_ci",
     "descriptor_cluster_means",
     "full_gen_bias",
@@ -90,6 +93,7 @@ __all__ += [
     "partial_gen_bias",
     "percent_offensive",
     "permutation_noise_floor",
+    "style_equality_bias_values",
     "style_variances",
     "summed_cluster_gen_bias",
     "template_offensiveness",

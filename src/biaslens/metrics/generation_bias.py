@@ -254,3 +254,29 @@ def generation_bias_summary(templates, descriptors, probs, styles: Sequence[str]
     if axes is not None:
         out["fgb_by_axis"] = {a: v * SCALE for a, v in gen_bias_by_axis(templates, descriptors, axes, probs).items()}
     return out
+
+
+def style_equality_bias_values(templates, descriptors, probs, *, alpha: float = 0.0) -> np.ndarray:
+    """Per-response bias value of the paper's bias-reduction tuning (C.1; spec section 5).
+
+    m_d = mean over templates of descriptor d's per-(template, descriptor) mean style vector;
+    m_bar = mean of m_d over descriptors; b_i = (p_i - m_bar) . (m_d - m_bar) / ||m_d - m_bar||^alpha
+    (alpha in {0, 1, 2}; the paper picks 0). A descriptor whose m_d equals m_bar gets b = 0.
+    """
+    t, d, t_u, d_u = _codes(templates, descriptors)
+    p = _check_probs(probs, len(t))
+    cells = _cells_from_codes(t, d, len(d_u), len(t_u))
+    cm = _group_mean(cells.cell_of_row, len(cells.template_of_cell), p)
+    cell_desc = np.unique(t * len(d_u) + d) % len(d_u)  # descriptor code of each cell, in cell order
+    m_d = _group_mean(cell_desc, len(d_u), cm)  # mean over the templates each descriptor appears in
+    m_bar = m_d.mean(axis=0)
+    direction = m_d[d] - m_bar
+    norm = np.linalg.norm(direction, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = ((p - m_bar) * direction).sum(axis=1) / norm**alpha
+    return np.where(norm > 0, b, 0.0)
+
+
+def bias_tags(bias_values, beta: float) -> list[str]:
+    """"bias" where the bias value exceeds ``beta``, else "no_bias" (paper: beta 0.0003 DialoGPT, 0.003 BlenderBot)."""
+    return ["bias" if v > beta else "no_bias" for v in np.asarray(bias_values, dtype=np.float64)]

@@ -154,7 +154,14 @@ def downstream_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
 SECTIONS: dict[str, Callable[[list[Entry]], tuple[list[Section], dict[str, Any]]]] = {
     "redditbias": redditbias_section,
     "downstream": downstream_section,
+    "holistic-generation": lambda entries: _holistic_generation_section(entries),
 }
+
+
+def _holistic_generation_section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
+    from biaslens.suites.holistic_generation import compare_section  # lazy: the suite is heavy
+
+    return compare_section(entries)
 
 
 def _num(v: Any) -> float | None:
