@@ -49,9 +49,8 @@ def score_texts(
 ) -> list[TokenScores]:
     """Per-token log-probabilities for every text, using and filling the cache.
 
-    Batches hold texts of similar token length (longest first, so memory use
-    peaks at the start and a too-large batch fails fast); the result order is
-    the input order.
+    Batches follow the backend's ``batch_order`` (similar lengths; for causal LMs,
+    shared token prefixes); the result order is the input order.
     """
     stats = stats if stats is not None else ScoringStats()
     texts = list(texts)
@@ -80,8 +79,7 @@ def score_texts(
         progress(done, total)
     if todo:
         bs = max(1, batch_size or backend.default_batch_size)
-        lengths = backend.token_lengths(todo)
-        order = sorted(range(len(todo)), key=lambda i: (-lengths[i], todo[i]))
+        order = backend.batch_order(todo)
         t0 = time.perf_counter()
         for start in range(0, len(order), bs):
             batch = [todo[i] for i in order[start : start + bs]]

@@ -123,6 +123,12 @@ class Backend(abc.ABC):
         """Generate one response per rendered prompt; ``seeds[i]`` seeds row i's sampling."""
         raise ModelError(f"backend {self.info.backend!r} cannot generate text")
 
+    def batch_order(self, texts: list[str]) -> list[int]:
+        """The order in which the engine batches texts: longest first by default, so
+        batches hold texts of similar length and memory peaks at the start."""
+        lengths = self.token_lengths(texts)
+        return sorted(range(len(texts)), key=lambda i: (-lengths[i], texts[i]))
+
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Approximate token counts, used only to sort batches (characters by default)."""
         return [len(t) for t in texts]

@@ -55,7 +55,7 @@ def ppl_distribution_figure(sentences: pd.DataFrame):
     axes = sorted(sentences["axis"].astype(str).unique())
     data = [np.log10(sentences.loc[sentences["axis"] == a, "perplexity"].dropna().to_numpy()) for a in axes]
     fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(axes) + 1.2))
-    ax.boxplot(data, vert=False, showfliers=False)
+    ax.boxplot(data, orientation="horizontal", showfliers=False)
     ax.set_yticks(np.arange(1, len(axes) + 1), axes)
     ax.set_xlabel("log10 perplexity per sentence")
     return figure_from_matplotlib(fig, "Perplexity distribution per axis", "All templates pooled; whiskers 1.5 IQR.")
