@@ -34,9 +34,10 @@ def load_sentences(n: int) -> tuple[list[str], str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--naive-n", type=int, default=200, help="sentences for the slow one-at-a-time loop")
+    ap.add_argument("--naive-n", type=int, default=400, help="sentences for the slow one-at-a-time loop")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BIASLENS_THREADS", os.cpu_count() or 1)))
+    ap.add_argument("--with-compile", action="store_true", help="also measure --compile (adds ~2-3 min)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "scoring.json")
     args = ap.parse_args()
     os.environ["BIASLENS_THREADS"] = str(args.threads)
@@ -67,6 +68,20 @@ def main() -> None:
     batched_s = time.perf_counter() - t0
 
     diffs = [float(np.max(np.abs(a.logprobs - b.logprobs))) for a, b in zip(naive_scores, batched[: len(naive)])]
+    compiled = None
+    if args.with_compile:
+        cbackend = load_model("smollm2-135m", compile=True)
+        t0 = time.perf_counter()
+        cbackend.score_batch(texts[:32])  # triggers compilation
+        compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cscores = score_texts(cbackend, texts, cache=None, batch_size=args.batch_size)
+        c_s = time.perf_counter() - t0
+        compiled = {"compile_seconds": round(compile_s, 1), "seconds": round(c_s, 3),
+                    "sentences_per_second": round(len(texts) / c_s, 2),
+                    "speedup_vs_naive": round((len(texts) / c_s) / (len(naive) / naive_s), 2),
+                    "max_abs_logprob_diff_vs_eager": max(float(np.max(np.abs(a.logprobs - b.logprobs)))
+                                                         for a, b in zip(batched, cscores))}
     tokens = sum(s.n_tokens for s in batched) + len(batched)  # + the start token each text carries
     result = {
         "benchmark": "scoring",
@@ -84,6 +99,7 @@ def main() -> None:
                     "tokens_per_second": round(tokens / batched_s, 1),
                     "batch_size": args.batch_size or backend.default_batch_size, "batches": stats.batches},
         "speedup_vs_naive": round((len(texts) / batched_s) / (len(naive) / naive_s), 2),
+        "compiled": compiled,
         "target_speedup": 4.0,
         "max_abs_logprob_diff_naive_vs_batched": max(diffs),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

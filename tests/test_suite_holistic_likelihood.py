@@ -293,6 +293,8 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
     assert resumed["text"].tolist() == again["text"].tolist() == fresh.sentences["text"].tolist()
     np.testing.assert_allclose(resumed["perplexity"], again["perplexity"], rtol=1e-9, atol=0)
     np.testing.assert_allclose(resumed["sum_logprob"], again["sum_logprob"], rtol=1e-9, atol=0)
+    # the statistics on real model output equal scipy's
+    assert _assert_significances_match_scipy(out) >= 1
 
 
 def test_run_overrides_merge_into_nested_config(tmp_path):
@@ -305,3 +307,25 @@ def test_run_overrides_merge_into_nested_config(tmp_path):
     assert run["config"]["model"]["name"] == "fake" and run["config"]["model"]["batch_size"] == 7
     assert run["config"]["sample"] == 300
     assert run["scoring"]["batches"] == -(-run["scoring"]["computed"] // 7)
+
+
+def _assert_significances_match_scipy(run_dir: Path) -> int:
+    """Every pair in a run folder's significances equals scipy.stats.mannwhitneyu on the
+    perplexities in its sentences table (the reference's test, recomputed from the output)."""
+    from scipy import stats
+
+    sentences = pd.read_parquet(run_dir / "sentences.parquet")
+    sig = pd.read_parquet(run_dir / "significances.parquet")
+    groups = {k: g["perplexity"].to_numpy() for k, g in
+              sentences.groupby(["axis", "template", "descriptor"], observed=True)}
+    for r in sig.itertuples(index=False):
+        ref = stats.mannwhitneyu(groups[(r.axis, r.template, r.descriptor_0)],
+                                 groups[(r.axis, r.template, r.descriptor_1)])
+        assert r.mann_whitney_u == float(ref.statistic)
+        assert r.p_value == pytest.approx(float(ref.pvalue), rel=1e-12, abs=0)
+        assert r.significant_difference == int(ref.pvalue < 0.05)
+    return len(sig)
+
+
+def test_pipeline_output_matches_scipy(fake_run_dir):
+    assert _assert_significances_match_scipy(fake_run_dir) >= 13  # every pair of the sampled run

@@ -102,6 +102,7 @@ def run(
     start_token: Optional[str] = typer.Option(None, help="Document-start token prepended before each text (default chosen per model, recorded in run.json)."),
     no_start_token: bool = typer.Option(False, "--no-start-token", help="Reference-compatible scoring: no start token, the first token is not scored."),
     trust_remote_code: bool = typer.Option(False, help="Allow the model repository's own code to run."),
+    compile: bool = typer.Option(False, "--compile", help="Score through torch.compile: ~1.45x faster on CPU after ~2 min of compilation; for large runs (--full)."),
     cache_dir: Optional[Path] = typer.Option(None, help="Call-cache folder (default ~/.cache/biaslens)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
     alpha: Optional[float] = typer.Option(None, help="Significance level \\[default 0.05]."),
@@ -171,6 +172,8 @@ def _run(**a):
         m["score_first_token"] = False
     if a["trust_remote_code"]:
         m["trust_remote_code"] = True
+    if a["compile"]:
+        m["compile"] = True
     if m:
         overrides["model"] = m
     for key in ("out", "sample", "seed", "dataset_dir", "cache_dir", "alpha"):

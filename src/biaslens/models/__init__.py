@@ -22,6 +22,7 @@ def load_model(
     start_token: str | None = None,
     score_first_token: bool = True,
     trust_remote_code: bool = False,
+    compile: bool = False,
 ) -> Backend:
     """Load a scoring backend by name (see the module docstring)."""
     if name == "fake":
@@ -35,6 +36,6 @@ def load_model(
 
         return load_hf(str(embedded_model_dir()), device=device, dtype=dtype, kind="causal",
                        start_token=start_token, score_first_token=score_first_token,
-                       display_name=EMBEDDED_NAME, backend_name="embedded")
+                       display_name=EMBEDDED_NAME, backend_name="embedded", compile=compile)
     return load_hf(name, device=device, dtype=dtype, kind=kind, start_token=start_token,
-                   score_first_token=score_first_token, trust_remote_code=trust_remote_code)
+                   score_first_token=score_first_token, trust_remote_code=trust_remote_code, compile=compile)

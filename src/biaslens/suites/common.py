@@ -33,7 +33,8 @@ def out_dir(config: RunConfig) -> Path:
 def backend_from_config(config: RunConfig) -> Backend:
     m = config.model
     return load_model(m.name, device=m.device, dtype=m.dtype, kind=m.kind, start_token=m.start_token,
-                      score_first_token=m.score_first_token, trust_remote_code=m.trust_remote_code)
+                      score_first_token=m.score_first_token, trust_remote_code=m.trust_remote_code,
+                      compile=m.compile)
 
 
 def model_record(backend: Backend) -> dict:
