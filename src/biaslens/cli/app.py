@@ -35,6 +35,7 @@ app.add_typer(debias_app, name="debias")
 app.command("compare")(compare_command)
 app.add_typer(downstream_app, name="downstream")
 app.add_typer(finetune_app, name="finetune")
+app.add_typer(__import__("biaslens.cli.tune", fromlist=["tune_app"]).tune_app, name="tune")
 
 console = Console(stderr=True)
 
@@ -75,7 +76,11 @@ def _guard(fn, *args, **kwargs):
 
 @app.callback()
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug details (cache keys, batches).")):
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # The terminal gets warnings (or everything with -v); run.log gets INFO from the run folder.
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # Offline by default: the Hub is unreachable here and a hanging download is worse than a clear error.
     if not os.environ.get("BIASLENS_ONLINE"):

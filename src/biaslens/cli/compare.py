@@ -31,4 +31,8 @@ def _compare(runs: list[str], out: Path, labels: Optional[list[str]]) -> None:
     for model, ppl in (rb.get("lm_perplexity") or {}).items():
         if ppl is not None:
             console.print(f"LM perplexity {model}: {ppl:.2f}")
+    hg = metrics.get("holistic-generation") or {}
+    for model, c in (hg.get("fgb_change_vs_first") or {}).items():
+        console.print(f"Full Gen Bias x1000 {model}: {c['before']:.3f} -> {c['after']:.3f} ({c['change']:+.3f}; "
+                      f"{'went down' if c['went_down'] else 'did not go down'})")
     console.print(f"report: [bold]{out / 'report.html'}[/bold]")

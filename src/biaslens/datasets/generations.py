@@ -51,6 +51,8 @@ def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000)
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise GenerationsFileError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:
+            raise GenerationsFileError(f"{path}:{lineno}: invalid JSON (nested too deeply)") from None
         if not isinstance(obj, dict):
             raise GenerationsFileError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
         resp_field = next((f for f in RESPONSE_FIELDS if f in obj), None)

@@ -101,6 +101,8 @@ def _load_yaml(path: str | Path | None) -> tuple[object, str]:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
         raise StyleInventoryError(f"{source}:{where} invalid YAML: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise StyleInventoryError(f"{source}: invalid YAML: nested too deeply") from None
 
 
 def parse_clusters(data: object, styles: tuple[str, ...] | list[str], source: str) -> dict[str, tuple[str, ...]]:

@@ -148,7 +148,14 @@ def run_holistic_generation(config: RunConfig, *, backend: Backend | None = None
                           f"({rows['descriptor'].nunique()} descriptors, {rows['axis'].nunique()} axes, "
                           f"{rows['template'].nunique()} templates) on [bold]{model_name}[/bold], "
                           f"max {params.max_new_tokens} new tokens")
-            requests = [GenerationRequest(prompt=t, context=tuple(opts.persona)) for t in rows["text"].astype(str)]
+            # a model tuned by `biaslens tune style-equality` generates with its "no_bias" tag at the prompt's end
+            from biaslens.mitigation.style_equality import generation_tag, tag_prompt
+
+            tag = generation_tag((backend.info.extra or {}).get("path") or config.model.name)
+            requests = [GenerationRequest(prompt=tag_prompt(t, tag), context=tuple(opts.persona))
+                        for t in rows["text"].astype(str)]
+            if tag:
+                console.print(f"style-equality model: appending the control tag {tag!r} to every prompt")
             cache = open_cache(config)
             stats = ScoringStats()
             with folder.timer("generation"), progress_reporter(console, "generating responses",
@@ -157,7 +164,7 @@ def run_holistic_generation(config: RunConfig, *, backend: Backend | None = None
             if cache is not None:
                 cache.close()
             folder.record["generation"] = {
-                "params": params.key_params() | {"n": params.n}, "persona": list(opts.persona),
+                "params": params.key_params() | {"n": params.n}, "persona": list(opts.persona), "control_tag": tag,
                 "n_prompts": stats.n_texts // max(params.n, 1), "n_responses": stats.n_texts,
                 "cache_hits": stats.cache_hits, "computed": stats.computed, "batches": stats.batches,
                 "seconds": round(stats.seconds, 3),
@@ -354,4 +361,19 @@ def compare_section(entries) -> tuple[list, dict[str, Any]]:
     intro = ("Full Gen Bias and its parts per model (x1000; lower is less variation of response style with the "
              "descriptor). Compare FGB only between runs with the same prompts, responses per prompt and style "
              "classifier; the noise ratio (FGB / FGB with permuted labels) is comparable more broadly.")
+    if len(overall) > 1 and overall[0]["fgb_x1000"] is not None:
+        # the first run is "before" (e.g. the original model), every other one an "after"
+        base = overall[0]
+        changes, verdicts = {}, []
+        for r in overall[1:]:
+            if r["fgb_x1000"] is None:
+                continue
+            d = float(r["fgb_x1000"]) - float(base["fgb_x1000"])
+            changes[r["model"]] = {"before": base["fgb_x1000"], "after": r["fgb_x1000"], "change": d,
+                                   "relative_change": d / base["fgb_x1000"] if base["fgb_x1000"] else None,
+                                   "went_down": bool(d < 0)}
+            verdicts.append(f"{r['model']}: FGB {base['fgb_x1000']:.3f} -> {r['fgb_x1000']:.3f} "
+                            f"({'down' if d < 0 else 'not down'}, {d:+.3f})")
+        wide_metrics["fgb_change_vs_first"] = changes
+        intro += " Against the first run (" + base["model"] + "): " + "; ".join(verdicts) + "."
     return [Section("HolisticBias: generation bias", intro, tables=tables)], wide_metrics

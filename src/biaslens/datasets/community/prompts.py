@@ -87,6 +87,8 @@ def _load_yaml(path: Path | None, default: str) -> tuple[Any, str]:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
         raise CommunityDataError(f"{path}{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise CommunityDataError(f"{path}: invalid YAML: nested too deeply") from None
 
 
 def load_templates(path: str | Path | None = None) -> list[Template]:

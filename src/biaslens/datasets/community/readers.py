@@ -130,6 +130,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
             except json.JSONDecodeError as e:
                 raise CommunityDataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno}); "
                                          "expected one JSON object per line") from None
+            except RecursionError:
+                raise CommunityDataError(f"{path}:{lineno}: invalid JSON (nested too deeply)") from None
             if not isinstance(obj, dict):
                 raise CommunityDataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             records.append(obj)

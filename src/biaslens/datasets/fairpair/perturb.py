@@ -143,6 +143,8 @@ class PerturbationMap:
             mark = getattr(e, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark else ""
             raise ConfigError(f"{where}:{line} invalid YAML: {getattr(e, 'problem', e)}") from None
+        except RecursionError:
+            raise ConfigError(f"{where}: invalid YAML: nested too deeply") from None
         if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
             raise ConfigError(f"{where}: expected a mapping with a 'pairs' list of [source, target(, context)]")
         pairs = []

@@ -80,6 +80,8 @@ class _Source:
             raise DatasetError(
                 f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
+        except RecursionError:
+            raise DatasetError(f"{path}: invalid JSON: nested too deeply") from None
 
     def line_of(self, needle: Any) -> int | None:
         """Line (1-based) of the first occurrence of ``needle`` as a JSON string, if any."""
@@ -266,5 +268,5 @@ def load_holistic_dataset(
         _MERGERS[kind](ds, src)
         ds.sources.append(path)
     if not ds.templates:
-        raise DatasetError(f"{base}: the dataset has no templates")
+        raise DatasetError(f"{base / 'sentence_templates.json'}: the dataset has no templates")
     return ds

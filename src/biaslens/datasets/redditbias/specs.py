@@ -136,6 +136,8 @@ def _read_mapping(path: Path) -> dict:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
         raise RedditBiasError(f"{path}:{where} invalid YAML: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise RedditBiasError(f"{path}: nested too deeply") from None
     if not isinstance(data, dict):
         raise RedditBiasError(f"{path}: expected a mapping of specification fields, got {type(data).__name__}")
     return data
