@@ -272,8 +272,13 @@ def test_generations_jsonl(work, data):
     expect_loads_or_names_file("generations JSONL", path, lambda: read_generations_jsonl(path), GenerationsFileError)
 
 
+_tricky_text = st.one_of(st.text(max_size=40), st.lists(st.sampled_from(["a", " ", "\u2028", "\u2029", "\x85", "\x1c",
+                                                                          "\r", "\x00", "<script>", "{0}"]),
+                                                         max_size=8).map("".join))
+
+
 @SETTINGS
-@given(records=st.lists(st.fixed_dictionaries({"response": st.text(max_size=40)},
+@given(records=st.lists(st.fixed_dictionaries({"response": _tricky_text},
                                               optional={"prompt": st.text(max_size=20),
                                                         "prompt_id": st.one_of(st.integers(), st.text(max_size=5))}),
                         min_size=1, max_size=5))
@@ -286,10 +291,20 @@ def test_valid_generations_round_trip(work, records):
     COUNTS["generations JSONL"] += 1
     try:
         df = read_generations_jsonl(path)
-    except GenerationsFileError as e:  # a lone surrogate is not UTF-8: rejected with the file named
-        assert str(path) in str(e)
+    except GenerationsFileError as e:  # only a lone surrogate (not UTF-8) may be rejected
+        assert str(path) in str(e) and "not UTF-8" in str(e), e
         return
     assert df["response"].tolist() == [r["response"] for r in records]
+
+
+def test_generations_edge_cases(tmp_path):
+    """Found by the properties above: an empty prompt id crashed (KeyError); U+2028 inside a
+    JSON string split the line."""
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps({"id": "", "response": "x"}) + "\n"
+                    + json.dumps({"prompt": "p", "response": "a\u2028b\x85c"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    df = read_generations_jsonl(path)
+    assert df["response"].tolist() == ["x", "a\u2028b\x85c"]
 
 
 # -- FairPair mapping, style inventory, run config ---------------------------------------------

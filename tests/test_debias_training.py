@@ -140,17 +140,18 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_on_the_embedded_model(tmp_path, embedded_model_path):
+@pytest.mark.parametrize("method", ["cda", "lmd", "add", "hd"])
+def test_cli_end_to_end_on_the_embedded_model(tmp_path, embedded_model_path, method):
     from typer.testing import CliRunner
 
     from biaslens.cli.app import app
 
     model = embedded_model_path
-    out = tmp_path / "lmd"
-    r = CliRunner().invoke(app, ["debias", "lmd", "--model", str(model), "-b", "religion1", "--out", str(out),
-                                 "--max-steps", "2", "--batch-size", "1", "--max-template-pairs", "8",
+    out = tmp_path / method
+    r = CliRunner().invoke(app, ["debias", method, "--model", str(model), "-b", "religion1", "--out", str(out),
+                                 "--max-steps", "1", "--batch-size", "1", "--max-template-pairs", "8",
                                  "--max-length", "16", "--no-evaluate"])
     assert r.exit_code == 0, r.output
     assert (out / "model.safetensors").exists() and not (out / "checkpoints").exists()
-    assert json.loads((out / "debias.json").read_text())["training"]["steps"] == 2
+    assert json.loads((out / "debias.json").read_text())["training"]["steps"] == 1
     assert "phrases built from the specification" in r.output

@@ -99,7 +99,18 @@ def test_tune_generate_compare_loop(before_run, tiny_model, tmp_path, monkeypatc
     assert change["before"] == pytest.approx(before_run.metrics["full_gen_bias_x1000"])
     assert change["after"] == pytest.approx(after.metrics["full_gen_bias_x1000"])
     assert change["went_down"] == (change["after"] < change["before"])
-    assert "FGB" in (tmp_path / "cmp" / "report.html").read_text()
+    html = (tmp_path / "cmp" / "report.html").read_text()
+    assert "FGB" in html and "Sympathy / Confusion key phrase per axis" in html
+
+
+def test_key_phrase_group_rates_hand_values():
+    import pandas as pd
+
+    from biaslens.suites.holistic_generation import key_phrase_group_rates
+
+    r = key_phrase_group_rates(pd.Series(["I\u2019m sorry to hear that. What is a left-handed?", "Never heard of it.",
+                                          "Nice!", "I am sorry to hear"]))
+    assert r == {"Sympathy": pytest.approx(50.0), "Confusion": pytest.approx(50.0)}
 
 
 def test_cli_no_tags_ablation(before_run, tiny_model, tmp_path):

@@ -42,7 +42,8 @@ def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000)
         raise GenerationsFileError(f"{path}:{line}: not UTF-8 text (byte {e.start})") from None
     records = []
     counters: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # split on "\n" only: str.splitlines() also splits at U+2028, U+0085, ... which JSON allows inside strings
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         if len(line) > max_line_chars:
@@ -69,7 +70,7 @@ def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000)
             rec["prompt"] = obj[prompt_field]
         if id_field:
             rec["prompt_id"] = str(obj[id_field])
-        key = rec.get("prompt_id") or rec["prompt"]
+        key = rec["prompt_id"] if "prompt_id" in rec else rec["prompt"]
         rec["sample_index"] = counters.get(key, 0)
         counters[key] = rec["sample_index"] + 1
         rec["line"] = lineno

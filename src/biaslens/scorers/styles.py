@@ -144,7 +144,7 @@ def load_style_inventory(path: str | Path | None = None) -> StyleInventory:
         raise StyleInventoryError(f"{source}: expected a mapping with a 'styles' field at the top level")
     unknown = set(data) - {"styles", "clusters", "temperature"}
     if unknown:
-        raise StyleInventoryError(f"{source}: unknown field(s) {sorted(unknown)}; allowed: styles, clusters, temperature")
+        raise StyleInventoryError(f"{source}: unknown field(s) {sorted(map(str, unknown))}; allowed: styles, clusters, temperature")
     raw = data.get("styles")
     if not isinstance(raw, dict) or len(raw) < 2:
         raise StyleInventoryError(f"{source}: field 'styles': expected a mapping of at least two style names -> descriptions")

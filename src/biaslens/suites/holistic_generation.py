@@ -322,6 +322,18 @@ def key_phrase_rates(responses: pd.Series) -> dict[str, float]:
             for phrases in KEY_PHRASES.values() for p in phrases}
 
 
+def key_phrase_group_rates(responses: pd.Series) -> dict[str, float]:
+    """Percent of responses containing any phrase of each Table 14 group (Sympathy, Confusion)."""
+    text = responses.astype(str).str.lower().str.replace("\u2019", "'", regex=False)
+    out = {}
+    for group, phrases in KEY_PHRASES.items():
+        hit = np.zeros(len(text), dtype=bool)
+        for p in phrases:
+            hit |= text.str.contains(p, regex=False).to_numpy()
+        out[group] = float(100 * hit.mean()) if len(text) else float("nan")
+    return out
+
+
 def compare_section(entries) -> tuple[list, dict[str, Any]]:
     """``biaslens compare`` section: FGB (with noise floor), PGB/SCGB per cluster, FGB per axis,
     % offensive and Table 14 key-phrase rates for every entry with a holistic-generation run."""
@@ -330,7 +342,7 @@ def compare_section(entries) -> tuple[list, dict[str, Any]]:
     have = [e for e in entries if "holistic-generation" in e.metrics]
     if not have:
         return [], {}
-    overall, clusters, axes, phrases = [], [], [], []
+    overall, clusters, axes, phrases, phrase_axes = [], [], [], [], []
     for e in have:
         m = e.metrics["holistic-generation"]
         nf = m.get("noise_floor") or {}
@@ -344,14 +356,20 @@ def compare_section(entries) -> tuple[list, dict[str, Any]]:
             axes.append({"model": e.label, "axis": a, "fgb_x1000": v})
         path = e.runs["holistic-generation"] / "responses.parquet"
         if path.exists():
-            rates = key_phrase_rates(pd.read_parquet(path, columns=["response"])["response"])
+            resp = pd.read_parquet(path, columns=["response", "axis"])
+            rates = key_phrase_rates(resp["response"])
             phrases += [{"model": e.label, "phrase": p, "percent": r} for p, r in rates.items()]
+            for axis, g in resp.groupby("axis", sort=True):  # per descriptor group (axis), Table 14
+                group_rates = key_phrase_group_rates(g["response"])
+                phrase_axes.append({"model": e.label, "axis": axis, **group_rates})
     tables = [Table("Generation bias per model", pd.DataFrame(overall))]
     wide_metrics: dict[str, Any] = {"fgb_x1000": {r["model"]: r["fgb_x1000"] for r in overall},
                                     "percent_offensive": {r["model"]: r["percent_offensive"] for r in overall}}
     for name, rows, index, value in (("PGB / SCGB per cluster", clusters, "cluster", ["pgb_x1000", "scgb_x1000"]),
                                      ("FGB per axis (Table 10 shape)", axes, "axis", ["fgb_x1000"]),
-                                     ("Key phrases, % of responses (Table 14 shape)", phrases, "phrase", ["percent"])):
+                                     ("Key phrases, % of responses (Table 14 shape)", phrases, "phrase", ["percent"]),
+                                     ("Responses with a Sympathy / Confusion key phrase per axis, %", phrase_axes,
+                                      "axis", list(KEY_PHRASES))):
         if rows:
             df = pd.DataFrame(rows)
             wide = df.pivot_table(index=index, columns="model", values=value, sort=False)

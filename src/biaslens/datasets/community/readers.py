@@ -122,7 +122,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
     elif fmt == "jsonl":
         text = _decode(path)
         records = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        # "\n" only: str.splitlines() also splits at U+2028, U+0085, ... which JSON allows inside strings
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

@@ -1,0 +1,171 @@
+"""report.html in a real headless Chromium (issue 8, parts 3 and 4).
+
+- Security: model output with ``<script>`` and ``<img onerror>`` (precomputed generations, CLI
+  ``--generations``) shows literally in the report and nothing runs.
+- Every suite's report (fake backend, small sizes): no console errors, every ``<img>`` is an
+  inline PNG, every ``<table>`` has rows, and a screenshot renders (saved under tmp_path).
+
+Skips with a reason when ``chromium`` is not installed (``.ci/run`` installs Debian's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biaslens.api import run
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does it)")
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+# the brief's payloads, plus two that would leave a visible trace in the DOM if they ran
+PAYLOADS = ['<script>window.__pwned=1</script>', '<img src=x onerror="window.__pwned=1">',
+            "<script>document.body.setAttribute('data-pwned','1')</script>",
+            "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"]
+
+
+def chromium(args: list[str], tmp: Path, timeout: int = 120) -> subprocess.CompletedProcess:
+    profile = tmp / f"chromium-profile-{len(list(tmp.glob('chromium-profile-*')))}"
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def dump_dom(report: Path, tmp: Path) -> tuple[str, str]:
+    """(DOM after load, console lines from stderr)."""
+    res = chromium(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000", "--dump-dom", report.as_uri()], tmp)
+    assert res.returncode == 0 and "<html" in res.stdout.lower(), res.stderr[-2000:]
+    console = [ln for ln in res.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    return res.stdout, "\n".join(console)
+
+
+def screenshot(report: Path, tmp: Path) -> Path:
+    png = tmp / f"{report.parent.name}.png"
+    res = chromium([f"--screenshot={png}", "--window-size=1280,2400", "--hide-scrollbars", report.as_uri()], tmp)
+    assert res.returncode == 0 and png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", res.stderr[-2000:]
+    assert png.stat().st_size > 10_000, "screenshot looks blank"
+    return png
+
+
+class _Structure(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.imgs: list[dict] = []
+        self.tables: list[int] = []  # rows per table
+        self.scripts: list[str] = []
+        self._in_script = False
+        self._depth: list[int] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.imgs.append(a)
+        elif tag == "table":
+            self.tables.append(0)
+            self._depth.append(len(self.tables) - 1)
+        elif tag == "tr" and self._depth:
+            self.tables[self._depth[-1]] += 1
+        elif tag == "script":
+            self._in_script = True
+            self.scripts.append("")
+        for k, v in attrs:
+            assert not k.startswith("on") or tag != "img", f"event handler on an <img>: {a}"
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self._depth:
+            self._depth.pop()
+        elif tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def check_structure(dom: str, console: str, name: str) -> _Structure:
+    assert "Uncaught" not in console and "ERROR:CONSOLE" not in console, f"{name}: console errors:\n{console}"
+    s = _Structure()
+    s.feed(dom)
+    assert s.tables, f"{name}: no table in the report"
+    empty = [i for i, n in enumerate(s.tables) if n < 1]
+    assert not empty, f"{name}: tables without rows: {empty}"
+    for img in s.imgs:
+        assert img.get("src", "").startswith("data:image/png"), f"{name}: <img> without an inline PNG: {str(img)[:200]}"
+    return s
+
+
+# -- the runs ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
+    from typer.testing import CliRunner
+
+    from biaslens.cli.app import app
+
+    root = tmp_path_factory.mktemp("reports")
+    out: dict[str, Path] = {}
+    out["holistic-likelihood"] = run(suite="holistic-likelihood", model={"name": "fake"}, out=root / "likelihood",
+                                     sample=300, use_cache=False).out
+    gen = run(suite="holistic-generation", model={"name": "fake"}, out=root / "gen-fake", sample=30, use_cache=False,
+              generation={"n_permutations": 10, "n_bootstrap": 10})
+    resp = pd.read_parquet(gen.out / "responses.parquet")
+    lines = [json.dumps({"prompt": r.text, "response": f"{PAYLOADS[i % len(PAYLOADS)]} I'm so sorry to hear that."})
+             for i, r in enumerate(resp.itertuples())]
+    gens = root / "hostile.jsonl"
+    gens.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "holistic-generation", "--model", "fake", "--generations", str(gens),
+                                      "-o", str(root / "generation"), "--sample", "30", "--n-permutations", "10",
+                                      "--no-cache"])
+    assert result.exit_code == 0, result.output
+    out["holistic-generation"] = root / "generation"
+    out["holistic-offensiveness"] = run(suite="holistic-offensiveness", model={"name": "fake"}, out=root / "offensiveness",
+                                        axes=["ability"], sample=200, use_cache=False).out
+    out["redditbias"] = run(suite="redditbias", model={"name": "fake"}, out=root / "redditbias", use_cache=False,
+                            redditbias={"bias_types": ["gender"], "max_template_pairs": 40}).out
+    out["community"] = run(suite="community", model={"name": "fake"}, out=root / "community", use_cache=False,
+                           community={"n": 2, "n_bootstrap": 50, "max_new_tokens": 16, "min_new_tokens": 0,
+                                      "dimensions": ["religion"]}).out
+    out["fairpair"] = run(suite="fairpair", model="fake", out=root / "fairpair", use_cache=False,
+                          fairpair={"n_occupations": 2, "samples": 6, "max_new_tokens": 12,
+                                    "dissimilarities": ["jaccard", "sentiment"], "k_folds": 3}).out
+    return {k: v / "report.html" for k, v in out.items()}
+
+
+def test_model_output_is_escaped_and_nothing_runs(reports, tmp_path):
+    report = reports["holistic-generation"]
+    html = report.read_text(encoding="utf-8")
+    assert "<script>window.__pwned" not in html and "onerror=\"window" not in html.replace("&quot;", "")
+    dom, console = dump_dom(report, tmp_path)
+    # shown literally: the serialised DOM escapes text nodes, so the payload appears as text
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
+    assert "&lt;img src=x onerror=" in dom and "window.__pwned=1" in dom
+    # nothing ran: no element from the data, no trace left by the DOM-writing payloads
+    assert not re.search(r"<script[^>]*>[^<]*__pwned", dom)
+    assert not re.search(r"<img[^>]*onerror", dom, re.IGNORECASE)
+    assert 'data-pwned="1"' not in dom
+    s = _Structure()
+    s.feed(dom)
+    assert not any("pwned" in code for code in s.scripts)
+    assert "Uncaught" not in console, console
+    png = screenshot(report, tmp_path)
+    assert png.parent == tmp_path
+
+
+@pytest.mark.parametrize("suite", ["holistic-likelihood", "holistic-generation", "holistic-offensiveness", "redditbias",
+                                   "community", "fairpair"])
+def test_every_report_renders_in_chromium(reports, suite, tmp_path):
+    report = reports[suite]
+    dom, console = dump_dom(report, tmp_path)
+    s = check_structure(dom, console, suite)
+    # holistic-offensiveness has tables only (by design); the others have at least one plot
+    assert s.imgs or suite == "holistic-offensiveness", f"{suite}: no plot in the report"
+    screenshot(report, tmp_path)
