@@ -41,7 +41,7 @@ from biaslens.datasets.fairpair.perturb import PerturbationMap, RulePerturber
 #: cases tried per format (every example hypothesis runs, shrinking included)
 COUNTS: collections.Counter[str] = collections.Counter()
 
-N = 120  # examples per property; about 40 s for the whole module on a shared 2-core machine
+N = 80  # examples per property; the whole module takes about 15 s on a shared 2-core machine
 SETTINGS = settings(max_examples=N, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])

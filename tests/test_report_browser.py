@@ -114,9 +114,9 @@ def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("reports")
     out: dict[str, Path] = {}
     out["holistic-likelihood"] = run(suite="holistic-likelihood", model={"name": "fake"}, out=root / "likelihood",
-                                     sample=300, use_cache=False).out
+                                     sample=120, use_cache=False).out
     gen = run(suite="holistic-generation", model={"name": "fake"}, out=root / "gen-fake", sample=30, use_cache=False,
-              generation={"n_permutations": 10, "n_bootstrap": 10})
+              generation={"n_permutations": 0, "n_bootstrap": 0})  # only its prompts are needed
     resp = pd.read_parquet(gen.out / "responses.parquet")
     lines = [json.dumps({"prompt": r.text, "response": f"{PAYLOADS[i % len(PAYLOADS)]} I'm so sorry to hear that."})
              for i, r in enumerate(resp.itertuples())]
@@ -168,4 +168,5 @@ def test_every_report_renders_in_chromium(reports, suite, tmp_path):
     s = check_structure(dom, console, suite)
     # holistic-offensiveness has tables only (by design); the others have at least one plot
     assert s.imgs or suite == "holistic-offensiveness", f"{suite}: no plot in the report"
-    screenshot(report, tmp_path)
+    if suite != "holistic-generation":  # its screenshot is taken by the security test
+        screenshot(report, tmp_path)

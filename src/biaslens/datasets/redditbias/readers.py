@@ -120,7 +120,7 @@ def read_annotated(path: str | Path) -> AnnotatedPhrases:
     df = read_csv(path)
     col = _phrase_column(df, path)
     df = df.rename(columns={col: "phrase"})
-    df["phrase"] = df["phrase"].fillna("").astype(str)
+    df["phrase"] = df["phrase"].astype(object).fillna("").astype(str)
     reports: dict[str, LabelReport] = {}
     for label in LABEL_COLUMNS:
         if label not in df.columns:
@@ -148,13 +148,13 @@ def read_paired(first: str | Path, second: str | Path, *, perplexity_column: str
         raise RedditBiasError(f"paired files differ in length: {first} has {len(a)} rows, {second} has {len(b)}; "
                               "row i of one must be the counterfactual of row i of the other")
     out = pd.DataFrame({
-        "phrase": a[_phrase_column(a, first)].fillna("").astype(str).to_numpy(),
-        "counterfactual": b[_phrase_column(b, second)].fillna("").astype(str).to_numpy(),
+        "phrase": a[_phrase_column(a, first)].astype(object).fillna("").astype(str).to_numpy(),
+        "counterfactual": b[_phrase_column(b, second)].astype(object).fillna("").astype(str).to_numpy(),
     })
     for src, dst in (("initial_demo", "initial"), ("initial_attr", "initial"),
                      ("replaced_demo", "replaced"), ("replaced_attr", "replaced")):
         if src in b.columns:
-            out[dst] = b[src].fillna("").astype(str).to_numpy()
+            out[dst] = b[src].astype(object).fillna("").astype(str).to_numpy()
     for label in LABEL_COLUMNS:
         if label in a.columns:
             out[label] = parse_labels(a[label], label)[0].to_numpy()
