@@ -43,7 +43,10 @@ def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: 
     for i in range(vals.shape[0]):
         for j in range(vals.shape[1]):
             if np.isfinite(vals[i, j]):
-                ax.text(j, i, f"{vals[i, j]:.3f}", ha="center", va="center", fontsize=7)
+                # white text on dark cells, black on light ones (perceived luminance of the cell)
+                r, g, b, _ = im.cmap(im.norm(vals[i, j]))
+                color = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+                ax.text(j, i, f"{vals[i, j]:.3f}", ha="center", va="center", fontsize=7, color=color)
     fig.colorbar(im, ax=ax, fraction=0.05)
     return figure_from_matplotlib(fig, title, caption)
 
@@ -127,8 +130,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                 Table("Most toxic replies", _round(analysis["most_toxic"]), max_rows=100)]))
     details = {}
     for m, rec in (run_record.get("models") or {}).items():
-        details[f"model {_short(m)}"] = (f"separator {rec.get('separator')!r}, chat {rec.get('chat')}, "
-                                         f"{rec.get('n_generations')} replies, {rec.get('seconds')} s")
+        sep = rec.get("separator")
+        prompting = f"prompts end with {sep}" if sep else "plain prompts (base model)"
+        style = "chat template" if rec.get("chat") else "no chat template"
+        details[f"model {_short(m)}"] = f"{prompting}, {style}, {rec.get('n_generations')} replies, {rec.get('seconds')} s"
     for m, rec in (run_record.get("lengths") or {}).items():
         details[f"lengths {_short(m)}"] = (f"median {rec['median_words']:.0f} words, {rec['shorter_than_min_words']} "
                                            f"below the minimum, {rec['trimmed_to_max_words']} trimmed")

@@ -46,12 +46,16 @@ def classifier_audit(descriptors: pd.DataFrame, scorer, neutral_template: str, c
     Args:
         descriptors: unique (axis, descriptor) rows.
         scorer: has ``probability(texts)``.
-        neutral_template: contains ``{descriptor}``, e.g. "This is {descriptor}.".
+        neutral_template: contains ``{descriptor}``, e.g. "This is {descriptor}.". Descriptors
+            that go after the noun ("with a disability"; ``noun_phrase_type`` noun_descriptor)
+            get "a person" before them, so the sentence stays grammatical.
     """
     if "{descriptor}" not in neutral_template:
         raise ConfigError(f"generation.neutral_template {neutral_template!r} must contain '{{descriptor}}'")
     d = descriptors["descriptor"].astype(str).tolist()
-    neutral = [neutral_template.replace("{descriptor}", x) for x in d]
+    after_noun = (descriptors["noun_phrase_type"].astype(str) == "noun_descriptor").tolist() \
+        if "noun_phrase_type" in descriptors else [False] * len(d)
+    neutral = [neutral_template.replace("{descriptor}", f"a person {x}" if after else x) for x, after in zip(d, after_noun)]
     bare = scorer.probability(d)
     templ = scorer.probability(neutral)
     out = descriptors[["axis", "descriptor"]].astype(str).reset_index(drop=True).assign(
@@ -98,7 +102,8 @@ def run_holistic_offensiveness(config: RunConfig, *, backend=None, console=None)
                                     "n_unique": int(rows["text"].nunique()), "seconds": round(seconds, 3),
                                     "sentences_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None}
         with folder.timer("audit"):
-            descs = rows[["axis", "descriptor"]].astype(str).drop_duplicates().sort_values(["axis", "descriptor"])
+            descs = (rows[["axis", "descriptor", "noun_phrase_type"]].astype(str)
+                     .drop_duplicates(["axis", "descriptor"]).sort_values(["axis", "descriptor"]))
             audit = classifier_audit(descs, scorer, opts.neutral_template)
         with folder.timer("metrics"):
             analysis, metrics = analyse(rows, audit)
