@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from biaslens.models.embedded import EMBEDDED_NAME
@@ -156,17 +155,10 @@ class RunConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides) -> "RunConfig":
         """Read a YAML config (safely: no Python objects), then apply overrides."""
+        from biaslens.fileio import load_yaml
+
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{path}: cannot read: {e}") from e
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ConfigError(f"{path}:{where} invalid YAML: {getattr(e, 'problem', e)}") from e
-        except RecursionError:
-            raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+        data = load_yaml(path, ConfigError) or {}
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
         if isinstance(data.get("model"), str):

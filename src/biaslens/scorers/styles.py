@@ -85,24 +85,14 @@ def _default_inventory_text() -> tuple[str, str]:
 
 
 def _load_yaml(path: str | Path | None) -> tuple[object, str]:
-    import yaml
+    from biaslens.fileio import parse_yaml, read_text
 
     if path is None:
         text, source = _default_inventory_text()
     else:
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise StyleInventoryError(f"{source}: cannot read: {e}") from None
-    try:
-        return yaml.safe_load(text), source
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
-        raise StyleInventoryError(f"{source}:{where} invalid YAML: {getattr(e, 'problem', e)}") from None
-    except RecursionError:
-        raise StyleInventoryError(f"{source}: invalid YAML: nested too deeply") from None
+        text = read_text(path, StyleInventoryError)
+    return parse_yaml(text, source, StyleInventoryError), source
 
 
 def parse_clusters(data: object, styles: tuple[str, ...] | list[str], source: str) -> dict[str, tuple[str, ...]]:

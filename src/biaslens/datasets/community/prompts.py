@@ -71,24 +71,9 @@ def _load_yaml(path: Path | None, default: str) -> tuple[Any, str]:
     if path is None:
         text = resources.files("biaslens.datasets.community").joinpath("data", default).read_text(encoding="utf-8")
         return yaml.safe_load(text), f"built-in {default}"
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise CommunityDataError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise CommunityDataError(f"{path}:{line}: not UTF-8 text") from None
-    try:
-        return yaml.safe_load(text), str(path)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise CommunityDataError(f"{path}{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
-    except RecursionError:
-        raise CommunityDataError(f"{path}: invalid YAML: nested too deeply") from None
+    from biaslens.fileio import load_yaml
+
+    return load_yaml(path, CommunityDataError), str(path)
 
 
 def load_templates(path: str | Path | None = None) -> list[Template]:

@@ -17,9 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import yaml
 
 from biaslens.config import ConfigError
+from biaslens.fileio import parse_yaml, read_text
 from biaslens.datasets.redditbias.counterfactual import _match_case
 
 Context = Literal["any", "before_noun", "standalone"]
@@ -133,18 +133,8 @@ class PerturbationMap:
             where = f"{name}.yaml (shipped)"
         else:
             where = str(path)
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise ConfigError(f"{path}: cannot read the perturbation mapping: {e}") from None
-        try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            line = f" line {mark.line + 1}" if mark else ""
-            raise ConfigError(f"{where}:{line} invalid YAML: {getattr(e, 'problem', e)}") from None
-        except RecursionError:
-            raise ConfigError(f"{where}: invalid YAML: nested too deeply") from None
+            text = read_text(path, ConfigError)
+        data = parse_yaml(text, where, ConfigError) or {}
         if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
             raise ConfigError(f"{where}: expected a mapping with a 'pairs' list of [source, target(, context)]")
         pairs = []

@@ -7,13 +7,11 @@ validated here and every error names the file and the field.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from biaslens.datasets.holistic.schema import DatasetError
@@ -124,20 +122,9 @@ def attribute_regex(pattern: str, whole_word: bool = False) -> re.Pattern:
 
 
 def _read_mapping(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RedditBiasError(f"{path}: cannot read: {e}") from None
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as e:
-        raise RedditBiasError(f"{path}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
-        raise RedditBiasError(f"{path}:{where} invalid YAML: {getattr(e, 'problem', e)}") from None
-    except RecursionError:
-        raise RedditBiasError(f"{path}: nested too deeply") from None
+    from biaslens.fileio import load_yaml
+
+    data = load_yaml(path, RedditBiasError, json_ok=True)
     if not isinstance(data, dict):
         raise RedditBiasError(f"{path}: expected a mapping of specification fields, got {type(data).__name__}")
     return data
