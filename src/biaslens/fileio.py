@@ -13,17 +13,19 @@ from pathlib import Path
 
 
 def read_text(path: str | Path, error: type[Exception]) -> str:
-    """The file as UTF-8 text, or ``error("<path>[:line]: ...")``."""
+    """The file as UTF-8 text (a leading byte-order mark is dropped), or
+    ``error("<path>[:line]: ...")``."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise error(f"{path}: cannot read: {e.strerror or e}") from None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise error(f"{path}:{line}: not UTF-8 text (byte {e.start})") from None
+        start = e.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        line = raw[:start].count(b"\n") + 1
+        raise error(f"{path}:{line}: not UTF-8 text (byte {start}); re-save the file as UTF-8") from None
 
 
 def parse_yaml(text: str, source: str, error: type[Exception], *, json_ok: bool = False) -> object:

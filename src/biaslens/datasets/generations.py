@@ -30,16 +30,10 @@ def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000)
     """
     import pandas as pd
 
+    from biaslens.fileio import read_text
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise GenerationsFileError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise GenerationsFileError(f"{path}:{line}: not UTF-8 text (byte {e.start})") from None
+    text = read_text(path, GenerationsFileError)
     records = []
     counters: dict[str, int] = {}
     # split on "\n" only: str.splitlines() also splits at U+2028, U+0085, ... which JSON allows inside strings

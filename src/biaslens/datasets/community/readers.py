@@ -82,16 +82,9 @@ class CommunityData:
 # -- low-level reading -------------------------------------------------------
 
 def _decode(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise CommunityDataError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        start = e.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
-        line = raw[:start].count(b"\n") + 1
-        raise CommunityDataError(f"{path}:{line}: not UTF-8 text (byte {start}); re-save the file as UTF-8") from None
+    from biaslens.fileio import read_text
+
+    return read_text(path, CommunityDataError)
 
 
 def _format_of(path: Path) -> str:
