@@ -40,9 +40,12 @@ def embedded_gguf_path() -> Path:
 
 def embedded_model_dir() -> Path:
     """A safetensors folder of the embedded model, converted on first use."""
+    from biaslens.models.fingerprint import weights_fingerprint
+
     gguf = embedded_gguf_path()
-    st = gguf.stat()
-    stamp = {"gguf": str(gguf), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    # identify the source by content, not path: every virtualenv has its own copy of the
+    # same file, and one conversion serves them all (the hash is memoised per path and mtime)
+    stamp = {"gguf": gguf.name, "sha256": weights_fingerprint(gguf)}
     target = cache_dir() / "models" / EMBEDDED_NAME
     marker = target / "biaslens-source.json"
     if _matches(marker, stamp):
