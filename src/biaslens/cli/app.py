@@ -82,6 +82,16 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # transformers' own "Loading weights" bars would interleave with ours; ours show the real work
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if not verbose:
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        except ImportError:  # pragma: no cover - core dependency
+            pass
     # Offline by default: the Hub is unreachable here and a hanging download is worse than a clear error.
     if not os.environ.get("BIASLENS_ONLINE"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
