@@ -43,8 +43,12 @@ def frequency_figure(desc: pd.DataFrame, clusters: list[str], annotate: int = 3)
         ax.set_title(c, fontsize=10)
         ax.set_xlabel("word frequency (wordfreq, en)", fontsize=8)
         ax.set_ylabel("mean cluster probability", fontsize=8)
-        for _, r in d.nlargest(annotate, c).iterrows():
-            ax.annotate(str(r["descriptor"]), (r["frequency"], r[c]), fontsize=7)
+        top = float(d[c].max()) if len(d) else 1.0
+        ax.set_ylim(0, top * 1.25 if top > 0 else 1.0)  # headroom so labels stay inside the panel
+        # the highest points sit close together: stagger their labels downwards, with a leader line
+        for i, (_, r) in enumerate(d.nlargest(annotate, c).iterrows()):
+            ax.annotate(str(r["descriptor"]), (r["frequency"], r[c]), fontsize=7, textcoords="offset points",
+                        xytext=(6, 4 - 10 * i), arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#888"})
     for k in range(n, rows * cols):
         axs[k // cols][k % cols].axis("off")
     fig.tight_layout()
