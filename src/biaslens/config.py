@@ -29,6 +29,25 @@ class ModelConfig(BaseModel):
     score_first_token: bool = Field(True, description="False: reference-compatible mode, no start token, first token unscored")
     trust_remote_code: bool = False
     compile: bool = Field(False, description="score through torch.compile: faster on large runs, ~2 min to compile")
+    backend: Literal["auto", "hf", "vllm", "openai"] = Field(
+        "auto", description="auto: embedded/fake/Hugging Face by name; vllm: vLLM offline engine; openai: an OpenAI-compatible server")
+    base_url: str | None = Field(None, description="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str = Field("OPENAI_API_KEY", description="openai backend: environment variable holding the API key (the key itself is never stored)")
+    api: Literal["completions", "chat"] = Field("completions", description="openai backend: endpoint for generation (scoring always uses completions)")
+    max_concurrency: int = Field(8, ge=1, description="openai backend: requests in flight at once")
+    requests_per_second: float | None = Field(None, gt=0, description="openai backend: rate limit; none: unlimited")
+    request_timeout: float = Field(120.0, gt=0, description="openai backend: seconds per request before retrying")
+    max_retries: int = Field(6, ge=0, description="openai backend: retries on 429/5xx/timeouts, with exponential backoff")
+
+
+class ExecutorConfig(BaseModel):
+    """Where batches of model calls run: in this process, or on a Ray cluster."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["local", "ray"] = Field("local", description="local: this process; ray: Ray Data batch inference, one model replica per actor")
+    ray_address: str | None = Field(None, description="ray: cluster address (none: start a local cluster)")
+    workers: int | None = Field(None, ge=1, description="ray: model replicas (actors); default one per GPU, or 2 on CPU")
 
 
 class RedditBiasOptions(BaseModel):
@@ -135,6 +154,7 @@ class RunConfig(BaseModel):
 
     suite: str = "holistic-likelihood"
     model: ModelConfig = Field(default_factory=ModelConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     out: Path | None = Field(None, description="run folder; default runs/<suite>-<model>-<time>")
     cache_dir: Path | None = Field(None, description="call cache folder; default the user cache")
     use_cache: bool = True

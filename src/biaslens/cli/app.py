@@ -118,6 +118,15 @@ def run(
     no_start_token: bool = typer.Option(False, "--no-start-token", help="Reference-compatible scoring: no start token, the first token is not scored."),
     trust_remote_code: bool = typer.Option(False, help="Allow the model repository's own code to run."),
     compile: bool = typer.Option(False, "--compile", help="Score through torch.compile: ~1.45x faster on CPU after ~2 min of compilation; for large runs (--full)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="auto (embedded/fake/Hugging Face by name, default), hf, vllm (vLLM offline engine) or openai (an OpenAI-compatible server, with --base-url).", rich_help_panel="Backend and executor"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1.", rich_help_panel="Backend and executor"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="openai backend: environment variable holding the API key \[default OPENAI_API_KEY]; the key is never logged or stored.", rich_help_panel="Backend and executor"),
+    api: Optional[str] = typer.Option(None, "--api", help="openai backend: completions (default) or chat, for generation.", rich_help_panel="Backend and executor"),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", help="openai backend: requests in flight \[default 8].", rich_help_panel="Backend and executor"),
+    requests_per_second: Optional[float] = typer.Option(None, "--requests-per-second", help="openai backend: rate limit \[default unlimited].", rich_help_panel="Backend and executor"),
+    executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray: batches as Ray Data batch inference, one model replica per actor.", rich_help_panel="Backend and executor"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="ray executor: cluster address \[default: start a local cluster].", rich_help_panel="Backend and executor"),
+    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="ray executor: model replicas \[default one per GPU, 2 on CPU].", rich_help_panel="Backend and executor"),
     cache_dir: Optional[Path] = typer.Option(None, help="Call-cache folder (default ~/.cache/biaslens)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
     alpha: Optional[float] = typer.Option(None, help="Significance level \\[default 0.05]."),
@@ -178,9 +187,14 @@ def _run(**a):
 
     overrides: dict = {"suite": a["suite"]}
     m: dict = {}
-    for key in ("device", "dtype", "batch_size", "start_token"):
+    for key in ("device", "dtype", "batch_size", "start_token", "backend", "base_url", "api_key_env", "api",
+                "max_concurrency", "requests_per_second"):
         if a[key] is not None:
             m[key] = a[key]
+    ex = {f: a[k] for k, f in (("executor", "kind"), ("ray_address", "ray_address"), ("ray_workers", "workers"))
+          if a[k] is not None}
+    if ex:
+        overrides["executor"] = ex
     if a["model"] is not None:
         m["name"] = a["model"]
     if a["no_start_token"]:

@@ -3,6 +3,9 @@
 - ``smollm2-135m``: the embedded default (offline).
 - ``fake``: deterministic scripted scores, for tests and dry runs.
 - anything else: a Hugging Face model id or a local folder.
+
+``backend="vllm"`` serves the same names through vLLM's offline engine and
+``backend="openai"`` calls an OpenAI-compatible server (``base_url``) instead.
 """
 
 from __future__ import annotations
@@ -23,8 +26,24 @@ def load_model(
     score_first_token: bool = True,
     trust_remote_code: bool = False,
     compile: bool = False,
+    backend: str = "auto",
+    **backend_options,
 ) -> Backend:
-    """Load a scoring backend by name (see the module docstring)."""
+    """Load a scoring backend by name (see the module docstring).
+
+    ``backend_options`` go to the vLLM/OpenAI backends (base_url, api_key_env, ...).
+    """
+    if backend == "openai":
+        from biaslens.models.openai_compat import load_openai
+
+        return load_openai(name, start_token=start_token, score_first_token=score_first_token, **backend_options)
+    if backend == "vllm":
+        from biaslens.models.vllm_backend import load_vllm
+
+        return load_vllm(name, device=device, dtype=dtype, start_token=start_token,
+                         score_first_token=score_first_token, trust_remote_code=trust_remote_code, **backend_options)
+    if backend not in ("auto", "hf"):
+        raise ModelError(f"unknown backend {backend!r}: use auto, hf, vllm or openai")
     if name == "fake":
         from biaslens.models.fake import FakeBackend
 

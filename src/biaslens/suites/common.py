@@ -30,11 +30,17 @@ def out_dir(config: RunConfig) -> Path:
     return Path(config.out) if config.out else default_out(config)
 
 
+#: ModelConfig fields that only the openai backend reads
+OPENAI_FIELDS = ("base_url", "api_key_env", "api", "max_concurrency", "requests_per_second",
+                 "request_timeout", "max_retries")
+
+
 def backend_from_config(config: RunConfig) -> Backend:
     m = config.model
+    options = {f: getattr(m, f) for f in OPENAI_FIELDS} if m.backend == "openai" else {}
     return load_model(m.name, device=m.device, dtype=m.dtype, kind=m.kind, start_token=m.start_token,
                       score_first_token=m.score_first_token, trust_remote_code=m.trust_remote_code,
-                      compile=m.compile)
+                      compile=m.compile, backend=m.backend, **options)
 
 
 def model_record(backend: Backend) -> dict:
