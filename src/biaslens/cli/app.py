@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from biaslens.cli.check_backend import check_backend_command
 from biaslens.cli.compare import compare as compare_command
 from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
@@ -33,6 +34,7 @@ app.add_typer(dataset_app, name="dataset")
 app.add_typer(cache_app, name="cache")
 app.add_typer(debias_app, name="debias")
 app.command("compare")(compare_command)
+app.command("check-backend")(check_backend_command)
 app.add_typer(downstream_app, name="downstream")
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(__import__("biaslens.cli.tune", fromlist=["tune_app"]).tune_app, name="tune")
@@ -120,13 +122,13 @@ def run(
     compile: bool = typer.Option(False, "--compile", help="Score through torch.compile: ~1.45x faster on CPU after ~2 min of compilation; for large runs (--full)."),
     backend: Optional[str] = typer.Option(None, "--backend", help="auto (embedded/fake/Hugging Face by name, default), hf, vllm (vLLM offline engine) or openai (an OpenAI-compatible server, with --base-url).", rich_help_panel="Backend and executor"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1.", rich_help_panel="Backend and executor"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="openai backend: environment variable holding the API key \[default OPENAI_API_KEY]; the key is never logged or stored.", rich_help_panel="Backend and executor"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="openai backend: environment variable holding the API key \\[default OPENAI_API_KEY]; the key is never logged or stored.", rich_help_panel="Backend and executor"),
     api: Optional[str] = typer.Option(None, "--api", help="openai backend: completions (default) or chat, for generation.", rich_help_panel="Backend and executor"),
-    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", help="openai backend: requests in flight \[default 8].", rich_help_panel="Backend and executor"),
-    requests_per_second: Optional[float] = typer.Option(None, "--requests-per-second", help="openai backend: rate limit \[default unlimited].", rich_help_panel="Backend and executor"),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", help="openai backend: requests in flight \\[default 8].", rich_help_panel="Backend and executor"),
+    requests_per_second: Optional[float] = typer.Option(None, "--requests-per-second", help="openai backend: rate limit \\[default unlimited].", rich_help_panel="Backend and executor"),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray: batches as Ray Data batch inference, one model replica per actor.", rich_help_panel="Backend and executor"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="ray executor: cluster address \[default: start a local cluster].", rich_help_panel="Backend and executor"),
-    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="ray executor: model replicas \[default one per GPU, 2 on CPU].", rich_help_panel="Backend and executor"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="ray executor: cluster address \\[default: start a local cluster].", rich_help_panel="Backend and executor"),
+    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="ray executor: model replicas \\[default one per GPU, 2 on CPU].", rich_help_panel="Backend and executor"),
     cache_dir: Optional[Path] = typer.Option(None, help="Call-cache folder (default ~/.cache/biaslens)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
     alpha: Optional[float] = typer.Option(None, help="Significance level \\[default 0.05]."),

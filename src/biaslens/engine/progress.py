@@ -10,13 +10,28 @@ import time
 log = logging.getLogger("biaslens.progress")
 
 
+def _duration(seconds: float) -> str:
+    """'2 h 41 min', '7 min 5 s', '40 s'."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s} s"
+
+
 @contextlib.contextmanager
-def progress_reporter(console, description: str, total: int, log_every: float = 15.0):
-    """Yields ``report(done, total)``; shows a bar with a time estimate."""
+def progress_reporter(console, description: str, total: int, log_every: float = 15.0, project_after: float = 10.0):
+    """Yields ``report(done, total)``; shows a bar with a time estimate.
+
+    Once ``project_after`` seconds of real work have been measured, a long job prints its
+    projected total time and finish time as one line, so a user learns at the start of a
+    multi-hour run (e.g. ``--full``) what they are in for, not from a bar they may not watch.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     start = time.perf_counter()
-    state = {"last_log": start, "first_done": None}
+    state = {"last_log": start, "first_done": None, "projected": False}
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
                    disable=not console.is_terminal)
@@ -32,6 +47,16 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
                     log.info("%s: %d of %d already in the cache", description, done, total_now)
                 return
             d0, t0 = state["first_done"]
+            if not state["projected"] and now - t0 >= project_after and done > d0 and done < total_now:
+                state["projected"] = True
+                rate = (done - d0) / (now - t0)
+                left = (total_now - done) / rate
+                if left >= 60:
+                    finish = time.strftime("%H:%M", time.localtime(time.time() + left))
+                    msg = (f"{description}: projected {_duration(left)} more for {total_now - done:,} items "
+                           f"at {rate:.1f}/s (finishes about {finish})")
+                    log.info(msg)
+                    console.print(msg)
             if now - state["last_log"] >= log_every or done == total_now:
                 rate = (done - d0) / max(now - t0, 1e-9)
                 left = (total_now - done) / rate if rate > 0 else float("nan")

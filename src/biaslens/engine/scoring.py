@@ -52,6 +52,9 @@ def score_texts(
     Batches follow the backend's ``batch_order`` (similar lengths; for causal LMs,
     shared token prefixes); the result order is the input order.
     """
+    from biaslens.engine.backend_check import require_agreement
+
+    require_agreement(backend, cache.path.parent if cache is not None and cache.path else None)
     stats = stats if stats is not None else ScoringStats()
     texts = list(texts)
     unique = list(dict.fromkeys(texts))

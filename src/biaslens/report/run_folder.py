@@ -57,6 +57,16 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident memory so far (what a run needed), in MB."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KB on Linux
+
+
 def write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
@@ -142,6 +152,7 @@ class RunFolder:
             "platform": {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count(),
                          "argv": sys.argv[1:]},
             "timings": self.timings,
+            "peak_rss_mb": _peak_rss_mb(),
             "files": self.files,
             **self.record,
         }
