@@ -21,11 +21,11 @@ def _run(monkeypatch, steps, total):
 
 
 def test_long_job_prints_projection_once(monkeypatch):
-    # 10 items/s measured over 12 s; 10,000 - 120 left -> 988 s = 16 min 28 s
-    text = _run(monkeypatch, [(6, 60), (6, 120), (6, 180)], total=10_000)
+    # projected at the third update: 10 items/s over 18 s; 10,000 - 180 left -> 982 s
+    text = _run(monkeypatch, [(6, 60), (6, 120), (6, 180), (6, 240)], total=10_000)
     lines = [ln for ln in text.splitlines() if "projected" in ln]
     assert len(lines) == 1
-    assert "16 min 28 s more for 9,880 items at 10.0/s" in lines[0]
+    assert "16 min 22 s more for 9,820 items at 10.0/s" in lines[0]
 
 
 def test_short_job_prints_no_projection(monkeypatch):

@@ -31,7 +31,7 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     start = time.perf_counter()
-    state = {"last_log": start, "first_done": None, "projected": False}
+    state = {"last_log": start, "first_done": None, "projected": False, "updates": 0}
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
                    disable=not console.is_terminal)
@@ -47,12 +47,17 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
                     log.info("%s: %d of %d already in the cache", description, done, total_now)
                 return
             d0, t0 = state["first_done"]
-            if not state["projected"] and now - t0 >= project_after and done > d0 and done < total_now:
+            state["updates"] += 1
+            # a few batches in, so model warm-up does not dominate the rate
+            if (not state["projected"] and state["updates"] >= 3 and now - t0 >= project_after
+                    and done > d0 and done < total_now):
                 state["projected"] = True
                 rate = (done - d0) / (now - t0)
                 left = (total_now - done) / rate
                 if left >= 60:
-                    finish = time.strftime("%H:%M", time.localtime(time.time() + left))
+                    end = time.time() + left
+                    same_day = time.localtime(end)[:3] == time.localtime()[:3]
+                    finish = time.strftime("%H:%M" if same_day else "%a %d %b %H:%M", time.localtime(end))
                     msg = (f"{description}: projected {_duration(left)} more for {total_now - done:,} items "
                            f"at {rate:.1f}/s (finishes about {finish})")
                     log.info(msg)
