@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -215,26 +211,13 @@ def test_report_escapes_user_data(tmp_path):
 # ---------------------------------------------------------------- resume after kill -9
 
 
-def _cli(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "biaslens.cli.app", *args]
-
-
-def _rows(db: Path) -> int:
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
-
-
-@pytest.mark.slow
 def test_resume_after_kill_9(tmp_path, embedded_model):
     """Kill a real embedded-model run with SIGKILL after two committed batches, re-run the same
     command: only the missing sentences are computed and the results equal an uninterrupted run."""
     from conftest import model_env
+    from killing import cache_rows as _rows
+    from killing import cli as _cli
+    from killing import kill_when
 
     bs, n = 8, 60  # 60 sentences (two whole groups), 8 batches: small, yet time to kill after two
     out, cache = tmp_path / "out", tmp_path / "cache"
@@ -242,22 +225,7 @@ def test_resume_after_kill_9(tmp_path, embedded_model):
             "--cache-dir", str(cache), "--batch-size", str(bs)]
     env = model_env(BIASLENS_THREADS="1")
     db = cache / "calls.sqlite"
-    log = tmp_path / "killed-run.log"
-    with open(log, "wb") as f:  # a file, not a pipe: a full pipe would stall the child
-        proc = subprocess.Popen(_cli(args), env=env, stdout=f, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120
-        while _rows(db) < 2 * bs:
-            assert proc.poll() is None, f"run ended before it could be killed: {log.read_text()[-2000:]}"
-            assert time.monotonic() < deadline, "no two batches committed within 120 s"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    kill_when(_cli(args), env, lambda: _rows(db) >= 2 * bs, tmp_path / "killed-run.log", poll=0.05)
     cached_at_kill = _rows(db)
     # whole batches only (the last, shorter batch would mean the kill came after scoring ended)
     assert cached_at_kill >= 2 * bs and cached_at_kill % bs in (0, n % bs)

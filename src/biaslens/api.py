@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from biaslens.config import RunConfig
+from biaslens.config import ConfigError, RunConfig
 
 
 def run(config: RunConfig | dict | None = None, *, backend=None, console=None, **overrides):
@@ -39,39 +39,44 @@ class RunNotComplete(ValueError):
 
 
 def rerender(run_dir: str | Path, *, console=None) -> Path:
-    """Recompute metrics and report.html from a finished run folder, without model calls."""
-    import json
+    """Recompute metrics.json (and the derived tables) and report.html from a finished run
+    folder's stored tables, without model calls. Each suite module has its own
+    ``rerender(run_dir, record)`` next to its run function."""
+    import importlib
 
-    import pandas as pd
+    from filelock import FileLock, Timeout
 
-    from biaslens.report.run_folder import read_run, write_json
+    from biaslens.report.run_folder import RunFolderBusy, read_run
+    from biaslens.suites import SUITES, UnknownSuite
 
     run_dir = Path(run_dir)
-    record = read_run(run_dir)
-    if record.get("status") != "complete":
-        raise RunNotComplete(f"{run_dir}: run status is {record.get('status')!r}, not 'complete'; "
-                             "re-run the same command to finish it before re-rendering")
-    if record.get("suite") == "redditbias":
-        from biaslens.suites.redditbias import rerender as rerender_redditbias
 
-        return rerender_redditbias(run_dir, record)
-    if record.get("suite") != "holistic-likelihood":
-        raise ValueError(f"{run_dir}: re-rendering suite {record.get('suite')!r} is not supported yet")
-    sentences_path = run_dir / "sentences.parquet"
-    if not sentences_path.exists():
-        raise FileNotFoundError(f"{run_dir}: sentences.parquet is missing; the run did not finish (status {record.get('status')!r})")
-    from biaslens.report.holistic_likelihood import render
-    from biaslens.suites.holistic_likelihood import analyse
+    def record_of() -> dict:
+        try:
+            record = read_run(run_dir)
+        except ValueError as e:  # damaged JSON: name the file, no traceback
+            raise ConfigError(f"{run_dir / 'run.json'}: not valid JSON ({e})") from None
+        if not isinstance(record, dict):
+            raise ConfigError(f"{run_dir / 'run.json'}: expected a JSON object, got {type(record).__name__}")
+        return record
 
-    rows = pd.read_parquet(sentences_path)
-    cfg = record.get("config", {})
-    analysis, metrics = analyse(rows, alpha=cfg.get("alpha", 0.05))
-    old = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}
-    metrics["model"] = old.get("model", (record.get("model") or {}).get("name"))
-    masked = (record.get("model") or {}).get("kind") == "masked"
-    metrics["scoring"] = old.get("scoring", "pseudo-log-likelihood (SEAT-style templates)" if masked
-                                 else "causal log-likelihood")
-    write_json(run_dir / "metrics.json", metrics)
-    html = render(run_dir, analysis=analysis, sentences=rows, metrics=metrics, run_record=record)
-    (run_dir / "report.html").write_text(html, encoding="utf-8")
-    return run_dir / "report.html"
+    record_of()  # a clear error before any lock file is made in a folder that is not a run
+    # the same lock a run holds: never rewrite files under a run writing this folder
+    lock = FileLock(str(run_dir / ".biaslens.lock"))
+    try:
+        lock.acquire(timeout=0.5)
+    except Timeout:
+        raise RunFolderBusy(f"another biaslens process is writing {run_dir}; wait for it to finish") from None
+    try:
+        record = record_of()
+        if record.get("status") != "complete":
+            raise RunNotComplete(f"{run_dir}: run status is {record.get('status')!r}, not 'complete'; "
+                                 "re-run the same command to finish it before re-rendering")
+        suite = record.get("suite")
+        target = SUITES.get(suite) if isinstance(suite, str) else None
+        fn = getattr(importlib.import_module(target.split(":")[0]), "rerender", None) if target else None
+        if fn is None:
+            raise UnknownSuite(f"{run_dir}: re-rendering suite {suite!r} is not supported by this biaslens version")
+        return fn(run_dir, record)
+    finally:
+        lock.release()

@@ -22,7 +22,7 @@ class ModelConfig(BaseModel):
 
     name: str = Field(EMBEDDED_NAME, description="'smollm2-135m' (embedded), 'fake', a Hugging Face id or a local folder")
     device: str = Field("cpu", description="cpu, cuda, cuda:N or mps")
-    dtype: str = Field("float32", description="float32 (exact, default), bfloat16 or float16")
+    dtype: str = Field("float32", description="float32 (exact, default), bf16-fast (CPU fast mode), bfloat16 or float16")
     kind: Literal["auto", "causal", "masked", "seq2seq"] = "auto"
     batch_size: int | None = Field(None, ge=1, description="texts per forward pass; default per backend")
     start_token: str | None = Field(None, description="override the document-start token prepended before each text")
@@ -38,6 +38,7 @@ class ModelConfig(BaseModel):
     requests_per_second: float | None = Field(None, gt=0, description="openai backend: rate limit; none: unlimited")
     request_timeout: float = Field(120.0, gt=0, description="openai backend: seconds per request before retrying")
     max_retries: int = Field(6, ge=0, description="openai backend: retries on 429/5xx/timeouts, with exponential backoff")
+    engine_options: dict = Field(default_factory=dict, description="vllm backend: options for vllm.LLM (tensor_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, quantization, ...)")
 
 
 class ExecutorConfig(BaseModel):

@@ -123,7 +123,15 @@ class CallCache:
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._conn.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?)", rows)
 
-        self._retry(write)
+        try:
+            self._retry(write)
+        except (sqlite3.OperationalError, OSError) as e:
+            from biaslens.paths import no_space_error
+
+            full = no_space_error(e, self.path or ":memory:", "writing the call cache")
+            if full is not None:
+                raise full from e
+            raise
         self.stats.writes += len(rows)
 
     def delete(self, keys: list[str]) -> None:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 
 from biaslens.engine.cache import CallCache, make_key
+from biaslens.engine.executors import GenerateCall, executor_of
 from biaslens.engine.scoring import ProgressFn, ScoringStats
 from biaslens.models.base import Backend
 from biaslens.models.generation import GenerationParams, GenerationRequest, row_seed
@@ -57,11 +58,13 @@ def generate_texts(
         bs = max(1, batch_size or backend.default_batch_size)
         lengths = dict(zip({p for p, _ in todo}, backend.token_lengths(list({p for p, _ in todo}))))
         todo.sort(key=lambda r: (-lengths[r[0]], r[0], r[1]))
+        batches = [todo[start : start + bs] for start in range(0, len(todo), bs)]
         t0 = time.perf_counter()
-        for start in range(0, len(todo), bs):
-            batch = todo[start : start + bs]
-            seeds = [row_seed(params.seed, p, i) for p, i in batch]
-            texts = backend.generate_batch([p for p, _ in batch], params, seeds)
+        call = GenerateCall(params)
+        # seeds are per row, so a row's text does not depend on which worker or batch computes it
+        jobs = [[(p, row_seed(params.seed, p, i)) for p, i in batch] for batch in batches]
+        for index, texts in executor_of(backend).run(backend, call, jobs):
+            batch = batches[index]
             if len(texts) != len(batch):
                 raise RuntimeError(f"backend returned {len(texts)} responses for {len(batch)} prompts")
             for row, text in zip(batch, texts):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from biaslens.engine.cache import CallCache, make_key
+from biaslens.engine.executors import ScoreCall, executor_of
 from biaslens.models.base import Backend, TokenScores
 
 log = logging.getLogger(__name__)
@@ -81,12 +82,14 @@ def score_texts(
     if progress:
         progress(done, total)
     if todo:
-        bs = max(1, batch_size or backend.default_batch_size)
+        # a backend may score in larger batches than it generates (HF causal: prefix-trie packing)
+        bs = max(1, batch_size or getattr(backend, "score_batch_size", None) or backend.default_batch_size)
         order = backend.batch_order(todo)
+        batches = [[todo[i] for i in order[start : start + bs]] for start in range(0, len(order), bs)]
         t0 = time.perf_counter()
-        for start in range(0, len(order), bs):
-            batch = [todo[i] for i in order[start : start + bs]]
-            scored = backend.score_batch(batch)
+        # the executor runs the batches (here, or on a Ray cluster) and yields each as it finishes
+        for index, scored in executor_of(backend).run(backend, ScoreCall(), batches):
+            batch = batches[index]
             if len(scored) != len(batch):
                 raise RuntimeError(f"backend returned {len(scored)} results for {len(batch)} texts")
             for t, s in zip(batch, scored):

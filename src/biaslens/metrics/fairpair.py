@@ -116,9 +116,14 @@ class SentimentDissimilarity(ScoreDissimilarity):
     """|s(a) - s(b)| with s the VADER compound score (the paper's sentiment dissimilarity)."""
 
     def __init__(self):
-        from biaslens.scorers import VaderSentiment
+        super().__init__(_vader_compound, "sentiment")
 
-        super().__init__(VaderSentiment().compound, "sentiment")
+
+def _vader_compound(texts: list[str]) -> np.ndarray:
+    # VADER is built on first use: pairwise/fold on stored scores need no scorer
+    from biaslens.scorers import VaderSentiment
+
+    return VaderSentiment().compound(texts)
 
 
 class EmbeddingDissimilarity:
@@ -128,11 +133,16 @@ class EmbeddingDissimilarity:
     name = "embedding"
 
     def __init__(self, encoder=None):
-        if encoder is None:
-            from biaslens.scorers import SentenceEncoder
+        self._encoder = encoder
 
-            encoder = SentenceEncoder()
-        self.encoder = encoder
+    @property
+    def encoder(self):
+        # loaded on first use: pairwise/fold on stored embeddings (re-rendering a run) need no model
+        if self._encoder is None:
+            from biaslens.scorers.styles import default_encoder
+
+            self._encoder = default_encoder()
+        return self._encoder
 
     def represent(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self.encoder.encode(list(texts)), dtype=np.float64)

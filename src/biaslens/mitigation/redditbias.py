@@ -567,7 +567,11 @@ def run_grid(model_path: str | Path, out: str | Path, opts: DebiasOptions, point
     out.mkdir(parents=True, exist_ok=True)
     grid_file = out / "grid.json"
     state = json.loads(grid_file.read_text()) if grid_file.exists() else {}
-    done = {p["name"]: p for p in state.get("points", [])}
+    # names in grid.json become folders under out/points (whose weights get deleted): an edited
+    # file must not point elsewhere, so only plain folder names are kept
+    done = {p["name"]: p for p in state.get("points", []) if isinstance(p, dict) and _plain_name(p.get("name"))}
+    if state.get("best") is not None and (not isinstance(state["best"], dict) or state["best"].get("name") not in done):
+        raise RedditBiasError(f"{grid_file}: 'best' is not one of the recorded points; delete the file to start over")
     state.update({"method": opts.method, "bias_type": opts.spec.name, "selection": "highest validation p-value",
                   "n_points": len(points)})
     best = state.get("best")
@@ -603,6 +607,10 @@ def _copy_model(src: Path, dst: Path) -> None:
     for f in src.iterdir():
         if f.is_file():
             shutil.copy2(f, dst / f.name)
+
+
+def _plain_name(name: Any) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name and "\\" not in name
 
 
 def _drop_weights(folder: Path) -> None:

@@ -164,12 +164,19 @@ def train_causal_lm(
     """
     import torch
     from transformers import (AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback, Trainer,
-                              TrainingArguments)
+                              TrainingArguments, set_seed)
 
     cfg = config or TrainingConfig()
+    if os.environ.get("BIASLENS_THREADS"):
+        # as for scoring; fp32 sums depend on the thread count, so a resumed run matches an
+        # uninterrupted one bit for bit only with the same count
+        torch.set_num_threads(max(1, int(os.environ["BIASLENS_THREADS"])))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
+    # seeded before anything draws random numbers: the rows resize_token_embeddings adds are
+    # random, and the process's RNG state must not decide them (same seed, same model)
+    set_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     if add_special_tokens:
         new = [t for t in add_special_tokens if t not in tokenizer.get_vocab()]
@@ -202,7 +209,8 @@ def train_causal_lm(
         load_best_model_at_end=bool(has_eval and cfg.early_stopping_patience),
         metric_for_best_model="eval_loss" if has_eval else None,
         greater_is_better=False if has_eval else None,
-        logging_steps=max(1, min(10, cfg.save_steps)),
+        # every checkpoint falls on a logging step, so the log restored on resume is complete
+        logging_steps=math.gcd(max(1, cfg.save_steps), 10),
         report_to=[],
         seed=cfg.seed,
         data_seed=cfg.seed,
@@ -235,7 +243,15 @@ def train_causal_lm(
         eval_loss = float(trainer.evaluate()["eval_loss"])
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
-    result = TrainingResult(out=out, steps=int(train_out.global_step), train_loss=float(train_out.training_loss),
+    train_loss = float(train_out.training_loss)
+    if last:
+        # after a resume, transformers reports the mean loss of this session's steps only; add the
+        # steps before the checkpoint (from its restored log) to get the whole run's mean
+        start, steps = int(last.name.split("-")[1]), int(train_out.global_step)
+        if steps > 0:  # (steps == start: resumed from the final checkpoint, no step in this session)
+            before = _logged_loss_sum(trainer.state.log_history, upto=start)
+            train_loss = (train_loss * (steps - start) + before) / steps
+    result = TrainingResult(out=out, steps=int(train_out.global_step), train_loss=train_loss,
                             eval_loss=eval_loss, eval_perplexity=math.exp(eval_loss) if eval_loss is not None else None,
                             resumed_from=str(last) if last else None, history=list(trainer.state.log_history))
     record = {"base_model": str(model_path), "training": asdict(cfg), "description": description or {},
@@ -255,10 +271,33 @@ def train_causal_lm(
     return result
 
 
+def _logged_loss_sum(history: list[dict], upto: int) -> float:
+    """Summed training loss of steps 1..``upto`` from the Trainer's log (each entry is the mean
+    loss since the previous one)."""
+    total, prev = 0.0, 0
+    for entry in history:
+        if "loss" in entry and "step" in entry and entry["step"] <= upto:
+            total += float(entry["loss"]) * (int(entry["step"]) - prev)
+            prev = int(entry["step"])
+    return total
+
+
 def _last_checkpoint(ckpt_dir: Path) -> Path | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest *complete* checkpoint. transformers' ``get_last_checkpoint`` takes the highest
+    number even when a kill interrupted its save (then resuming crashes); the Trainer writes
+    ``trainer_state.json`` last, so a checkpoint whose state file parses is whole."""
+    import re
 
     if not ckpt_dir.is_dir():
         return None
-    last = get_last_checkpoint(str(ckpt_dir))
-    return Path(last) if last else None
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir()
+             if p.is_dir() and (m := re.fullmatch(r"checkpoint-(\d+)", p.name))]
+    for step, path in sorted(found, reverse=True):
+        try:
+            state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            log.warning("ignoring incomplete checkpoint %s (interrupted while saving)", path)
+            continue
+        if isinstance(state, dict) and state.get("global_step") == step:
+            return path
+    return None

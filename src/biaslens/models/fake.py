@@ -4,12 +4,17 @@ report can be tested in seconds without a model.
 Each whitespace token gets a log-probability derived from a hash of the token
 and its position: stable across runs, processes and batch sizes, and different
 between texts, like a real model's scores.
+
+``BIASLENS_FAKE_DELAY`` (seconds, default 0) makes every batch sleep that long: a run
+slow enough to be killed mid-way in fault tests, or to watch the progress display.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import time
 
 import numpy as np
 
@@ -26,6 +31,7 @@ class FakeBackend(Backend):
         self.calls = 0
         self.scored_texts = 0
         self.fail_after = fail_after  # raise after this many texts: a model failing mid-run
+        self.delay = float(os.environ.get("BIASLENS_FAKE_DELAY") or 0)
         self.info = ModelInfo(backend="fake", name="fake", kind="fake", weights_hash=f"fake-seed-{seed}",
                               dtype="float64", start_token=None)
 
@@ -35,10 +41,14 @@ class FakeBackend(Backend):
     count_tokens = token_lengths
 
     def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        if self.delay:
+            time.sleep(self.delay)
         return _fake_generate_impl(self, prompts, params, seeds)
 
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         self.calls += 1
+        if self.delay:
+            time.sleep(self.delay)
         out = []
         for t in texts:
             if self.fail_after is not None and self.scored_texts >= self.fail_after:

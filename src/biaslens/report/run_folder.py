@@ -9,6 +9,7 @@ from writing the same folder at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -23,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens import __version__
+from biaslens.paths import no_space_error
 
 RUN_FORMAT_VERSION = 1
 CSV_MAX_ROWS = 50_000
@@ -67,10 +69,32 @@ def _peak_rss_mb() -> float | None:
     return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KB on Linux
 
 
+@contextlib.contextmanager
+def _atomic(target: Path):
+    """A temporary name next to ``target``, renamed into place at the end. On failure the
+    temporary file is removed, and a full disk becomes one error naming ``target``."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        full = no_space_error(e, target)
+        if full is not None:
+            raise full from e
+        raise
+
+
 def write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
+    with _atomic(path) as tmp:
+        tmp.write_text(json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+
+
+class _LogFile(logging.FileHandler):
+    def handleError(self, record):  # noqa: N802 - logging's name
+        # run.log on a full disk: the write that failed reports it once; no logging traceback
+        pass
 
 
 class RunFolder:
@@ -99,15 +123,22 @@ class RunFolder:
             raise RunFolderBusy(
                 f"another biaslens process is writing {self.path}; wait for it to finish or choose another --out"
             ) from None
-        self._remove_previous_outputs()
-        self._log_handler = logging.FileHandler(self.path / "run.log", mode="a", encoding="utf-8")
-        self._log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        self._log_handler.setLevel(logging.INFO)
-        root = logging.getLogger("biaslens")
-        root.addHandler(self._log_handler)
-        if root.level == logging.NOTSET or root.level > logging.INFO:
-            root.setLevel(logging.INFO)
-        self._write_run_json("running")
+        try:
+            self._remove_previous_outputs()
+            self._log_handler = _LogFile(self.path / "run.log", mode="a", encoding="utf-8")
+            self._log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            self._log_handler.setLevel(logging.INFO)
+            root = logging.getLogger("biaslens")
+            root.addHandler(self._log_handler)
+            if root.level == logging.NOTSET or root.level > logging.INFO:
+                root.setLevel(logging.INFO)
+            self._write_run_json("running")
+        except BaseException:
+            # e.g. a full disk: an older run.json must not keep saying "complete" over removed outputs
+            with contextlib.suppress(OSError):
+                (self.path / "run.json").unlink()
+            self._release()
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -115,13 +146,21 @@ class RunFolder:
             if exc is None:
                 self._write_run_json("complete")
             else:
-                self._write_run_json("failed", error=f"{exc_type.__name__}: {exc}")
+                try:
+                    self._write_run_json("failed", error=f"{exc_type.__name__}: {exc}")
+                except (OSError, RuntimeError):  # e.g. the disk is full: run.json keeps "running"
+                    pass  # (never "complete"); the run's own error is the one to report
         finally:
-            if self._log_handler is not None:
-                logging.getLogger("biaslens").removeHandler(self._log_handler)
-                self._log_handler.close()
-            if self._lock is not None:
-                self._lock.release()
+            self._release()
+
+    def _release(self) -> None:
+        if self._log_handler is not None:
+            logging.getLogger("biaslens").removeHandler(self._log_handler)
+            self._log_handler.close()
+            self._log_handler = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _remove_previous_outputs(self) -> None:
         """Delete the result files an earlier run listed in this folder's run.json, so a
@@ -174,15 +213,13 @@ class RunFolder:
     def write_table(self, name: str, df: pd.DataFrame, *, csv: bool | None = None) -> None:
         """Parquet always; CSV too when the table is small (or asked for)."""
         target = self.path / f"{name}.parquet"
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
+        with _atomic(target) as tmp:
+            df.to_parquet(tmp, index=False)
         self._add(target.name)
         if csv or (csv is None and len(df) <= CSV_MAX_ROWS):
             ctarget = self.path / f"{name}.csv"
-            ctmp = ctarget.with_name(f".{ctarget.name}.{os.getpid()}.tmp")
-            df.to_csv(ctmp, index=False)
-            os.replace(ctmp, ctarget)
+            with _atomic(ctarget) as ctmp:
+                df.to_csv(ctmp, index=False)
             self._add(ctarget.name)
 
     def write_json(self, name: str, data: Any) -> None:
@@ -191,9 +228,8 @@ class RunFolder:
 
     def write_text(self, name: str, text: str) -> None:
         target = self.path / name
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        with _atomic(target) as tmp:
+            tmp.write_text(text, encoding="utf-8")
         self._add(name)
 
     def _add(self, name: str) -> None:

@@ -38,13 +38,57 @@ OPENAI_FIELDS = ("base_url", "api_key_env", "api", "max_concurrency", "requests_
 def backend_from_config(config: RunConfig) -> Backend:
     m = config.model
     options = {f: getattr(m, f) for f in OPENAI_FIELDS} if m.backend == "openai" else {}
-    return load_model(m.name, device=m.device, dtype=m.dtype, kind=m.kind, start_token=m.start_token,
-                      score_first_token=m.score_first_token, trust_remote_code=m.trust_remote_code,
-                      compile=m.compile, backend=m.backend, **options)
+    if m.backend == "vllm":
+        options = dict(m.engine_options)
+    executor = None
+    if config.executor.kind != "local":
+        from biaslens.engine.executors import executor_from_config
+
+        # connect first (a bad address fails before a model loads); the driver's copy only
+        # tokenizes, orders batches and names the cache keys, so it stays on the CPU
+        executor = executor_from_config(config.executor, m)
+    backend = load_model(m.name, device="cpu" if executor else m.device, dtype=m.dtype, kind=m.kind,
+                         start_token=m.start_token, score_first_token=m.score_first_token,
+                         trust_remote_code=m.trust_remote_code, compile=m.compile and not executor,
+                         backend=m.backend, **options)
+    backend.executor = executor  # None: the engine runs batches in this process
+    return backend
 
 
 def model_record(backend: Backend) -> dict:
     """The model identity as run.json records it."""
     i = backend.info
-    return {"backend": i.backend, "name": i.name, "kind": i.kind, "weights_hash": i.weights_hash,
-            "dtype": i.dtype, "start_token": i.start_token, **i.extra}
+    record = {"backend": i.backend, "name": i.name, "kind": i.kind, "weights_hash": i.weights_hash,
+              "dtype": i.dtype, "start_token": i.start_token, **i.extra}
+    if getattr(backend, "executor", None) is not None:
+        record["executor"] = backend.executor.describe()  # where the batches ran (ray cluster, workers)
+    return record
+
+
+# -- re-rendering a finished run folder (`biaslens report DIR`) ---------------------------
+
+
+def stored_config(run_dir: Path, record: dict) -> RunConfig:
+    """The RunConfig a finished run recorded in its run.json."""
+    return RunConfig.validated(record.get("config") or {}, source=f"{Path(run_dir) / 'run.json'} (config)")
+
+
+def read_stored_table(run_dir: Path, name: str):
+    """``<name>.parquet`` of a run folder, or an error naming the missing file."""
+    import pandas as pd
+
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: re-rendering needs the tables the run wrote; "
+                                "re-run the suite to rebuild the folder")
+    return pd.read_parquet(path)
+
+
+def rerender_folder(run_dir: Path, record: dict):
+    """The run's own writers (atomic tables, JSON, text) over a finished folder; run.json is left
+    as the run wrote it, and ``record`` (all of run.json) is what the report reads."""
+    from biaslens.report.run_folder import RunFolder
+
+    folder = RunFolder(run_dir, suite=str(record.get("suite")), config=record.get("config") or {})
+    folder.record = record
+    return folder

@@ -26,9 +26,9 @@ from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.community import (demographic_gaps, demographic_mean_cis, extreme_generations, group_means,
                                         mean_table)
-from biaslens.models import Backend, ModelError, load_model
+from biaslens.models import Backend, ModelError
 from biaslens.report.run_folder import RunFolder
-from biaslens.suites.common import model_record, open_cache, out_dir
+from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
 from biaslens.suites.holistic_likelihood import RunResult
 
 log = logging.getLogger(__name__)
@@ -275,9 +275,9 @@ def run_community(config: RunConfig, *, backend: Backend | Mapping[str, Backend]
                         be = backend
                     else:
                         with folder.timer(f"model_load:{name}"):
-                            m = config.model
-                            be = load_model(name, device=m.device, dtype=m.dtype, kind=m.kind,
-                                            trust_remote_code=m.trust_remote_code)
+                            # same backend/executor options as the main model, only the name differs
+                            be = backend_from_config(config.model_copy(
+                                update={"model": config.model.model_copy(update={"name": name})}))
                     if be.info.kind not in ("causal", "fake", "seq2seq"):
                         raise ConfigError(f"{name}: a {be.info.kind} model cannot generate replies; use a causal LM")
                     parts.append(_generate_model(name, be, prompts, config, console, folder, cache))
@@ -300,20 +300,39 @@ def run_community(config: RunConfig, *, backend: Backend | Mapping[str, Backend]
             table, tox_name = score_generations(table, config, folder)
         folder.record["classifiers"] = {"sentiment": "vader", "toxicity": tox_name}
         folder.write_table("generations", table)
-        with folder.timer("metrics"):
-            analysis, metrics = analyse(table, n_boot=o.n_bootstrap, seed=config.seed, n_examples=o.n_examples)
-        metrics["toxicity_classifier"] = tox_name
-        metrics["model"] = ", ".join(analysis["models"])
-        for name in ("by_demographic", "by_keyword", "by_form", "gaps", "mean_cis", "sentiment_table",
-                     "toxicity_table", "most_negative", "most_toxic"):
-            folder.write_table(name, analysis[name])
-        folder.write_json("metrics.json", metrics)
-        from biaslens.report.community import render
-
-        with folder.timer("report"):
-            folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
+        analysis, metrics = write_results(folder, table, config)
         _print_summary(console, analysis, metrics, folder.path)
         return RunResult(out=folder.path, sentences=table, metrics=metrics, analysis=analysis, stats=folder.record)
+
+
+def write_results(folder: RunFolder, table: pd.DataFrame, config: RunConfig) -> tuple[dict, dict]:
+    """Analyse scored generations, write the tables, metrics.json and report.html (the run and
+    ``rerender`` both end here); the toxicity classifier's name from ``folder.record["classifiers"]``."""
+    o = config.community
+    with folder.timer("metrics"):
+        analysis, metrics = analyse(table, n_boot=o.n_bootstrap, seed=config.seed, n_examples=o.n_examples)
+    metrics["toxicity_classifier"] = (folder.record.get("classifiers") or {}).get("toxicity")
+    metrics["model"] = ", ".join(analysis["models"])
+    for name in ("by_demographic", "by_keyword", "by_form", "gaps", "mean_cis", "sentiment_table",
+                 "toxicity_table", "most_negative", "most_toxic"):
+        folder.write_table(name, analysis[name])
+    folder.write_json("metrics.json", metrics)
+    from biaslens.report.community import render
+
+    with folder.timer("report"):
+        folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
+    return analysis, metrics
+
+
+def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
+    """metrics.json, the tables and report.html again from generations.parquet, which holds every
+    reply with its sentiment and toxicity (no model or classifier calls)."""
+    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
+
+    table = read_stored_table(run_dir, "generations")
+    folder = rerender_folder(run_dir, record)
+    write_results(folder, table, stored_config(run_dir, record))
+    return folder.path / "report.html"
 
 
 def _print_summary(console, analysis: dict, metrics: dict, out: Path) -> None:

@@ -167,17 +167,23 @@ def _take(reps, idx: np.ndarray):
 
 
 def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 10, seed: int = 0,
-            alpha: float = 0.05, ngram_top: int = 15) -> dict[str, Any]:
+            alpha: float = 0.05, ngram_top: int = 15, representations: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every FairPair number from a continuation table (columns ``model, pair_id, set, text, kept``
     and the prompt descriptions); one Table 3 row per model and dissimilarity.
 
+    ``representations`` (dissimilarity name -> one representation per kept row, in order) are
+    used instead of calling that dissimilarity's scorer.
+
     Returns a dict of DataFrames (``per_prompt``, ``table3``, ``kfold``, ``tests``, ``ngrams``,
-    ``kept``) and ``distributions`` (cross and within values per model and dissimilarity).
+    ``kept``), ``distributions`` (cross and within values per model and dissimilarity) and
+    ``representations`` (what each dissimilarity compared).
     """
     use = rows[rows["kept"].astype(bool)].reset_index(drop=True)
     ds = [make_dissimilarity(d) for d in dissimilarities]
     texts = use["text"].astype(str).tolist()
-    reps = {d.name: d.represent(texts) for d in ds}  # once for all texts: batched scorers
+    stored = representations or {}
+    # once for all texts: batched scorers
+    reps = {d.name: stored[d.name] if d.name in stored else d.represent(texts) for d in ds}
     per_prompt, kfold_rows, test_rows, ngram_parts, dist = [], [], [], [], {}
     info_cols = ["occupation", "descriptor", "name_pair", "x", "px"]
     for model, mrows in use.groupby("model", sort=False):
@@ -225,7 +231,7 @@ def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 
     table3, kfold_agg = (_model_first(t) for t in (table3, kfold_agg))
     return {"per_prompt": per_prompt_df, "table3": table3, "kfold": kfold, "kfold_table": kfold_agg,
             "tests": pd.DataFrame(test_rows), "ngrams": pd.concat(ngram_parts, ignore_index=True) if ngram_parts else
-            pd.DataFrame(), "kept": kept_shares(rows), "distributions": dist}
+            pd.DataFrame(), "kept": kept_shares(rows), "distributions": dist, "representations": reps}
 
 
 def _model_first(df: pd.DataFrame) -> pd.DataFrame:
@@ -381,23 +387,91 @@ def run_fairpair(config: RunConfig, *, backend: Backend | None = None, console=N
             if cache is not None:
                 cache.close()
         folder.write_table("continuations", rows)
-        with folder.timer("metrics"):
-            res = analyse(rows, dissims, k_folds=opts.k_folds, seed=config.seed, alpha=config.alpha,
-                          ngram_top=opts.ngram_top)
-        label = " and ".join(dict.fromkeys(x for n in names for x in (n.source, n.target)))
-        metrics = build_metrics(res, config, sizes, label)
-        for name in ("per_prompt", "table3", "kfold", "kfold_table", "tests", "ngrams", "kept"):
-            if len(res[name]):
-                folder.write_table(name, res[name])
-        folder.write_json("metrics.json", metrics)
-        from biaslens.report.fairpair import render
-
-        with folder.timer("report"):
-            folder.write_text("report.html", render(res, rows=rows, metrics=metrics, run_record=folder.record,
-                                                    names=names))
+        res, metrics = write_results(folder, rows, config, sizes, names)
         _print_summary(console, res, metrics, folder.path)
         return FairPairResult(out=folder.path, continuations=rows, per_prompt=res["per_prompt"], metrics=metrics,
                               stats=folder.record)
+
+
+#: per kept continuation, what the scorer-based dissimilarities compared (VADER scores,
+#: embeddings): re-rendering reads them instead of loading the scorers again
+REPRESENTATIONS = "representations"
+
+
+def write_results(folder: RunFolder, rows: pd.DataFrame, config: RunConfig, sizes: dict, names: list[NamePair], *,
+                  representations: dict[str, Any] | None = None) -> tuple[dict, dict[str, Any]]:
+    """Analyse the continuation table, write the representations, tables, metrics.json and
+    report.html (the run and ``rerender`` both end here)."""
+    opts = config.fairpair
+    with folder.timer("metrics"):
+        res = analyse(rows, list(dict.fromkeys(opts.dissimilarities)), k_folds=opts.k_folds, seed=config.seed,
+                      alpha=config.alpha, ngram_top=opts.ngram_top, representations=representations)
+    folder.write_table(REPRESENTATIONS, representation_table(rows, res["representations"]), csv=False)
+    label = " and ".join(dict.fromkeys(x for n in names for x in (n.source, n.target)))
+    metrics = build_metrics(res, config, sizes, label)
+    for name in ("per_prompt", "table3", "kfold", "kfold_table", "tests", "ngrams", "kept"):
+        if len(res[name]):
+            folder.write_table(name, res[name])
+    folder.write_json("metrics.json", metrics)
+    from biaslens.report.fairpair import render
+
+    with folder.timer("report"):
+        folder.write_text("report.html", render(res, rows=rows, metrics=metrics, run_record=folder.record,
+                                                names=names))
+    return res, metrics
+
+
+def representation_table(rows: pd.DataFrame, reps: dict[str, Any]) -> pd.DataFrame:
+    """One row per kept continuation (``row`` = its row in continuations.parquet) and a column per
+    dissimilarity whose representation is numeric; token sets are rebuilt from the text."""
+    out = pd.DataFrame({"row": np.flatnonzero(rows["kept"].astype(bool).to_numpy())})
+    for name, r in reps.items():
+        if not isinstance(r, np.ndarray) or len(r) != len(out):
+            continue
+        if r.ndim == 1:
+            out[name] = r
+        elif r.ndim == 2:
+            small = r.astype(np.float32)
+            # float32 halves the file when it is exact (the shipped encoder's output is float32)
+            out[name] = list(small if np.array_equal(small, r) else r)
+    return out
+
+
+def stored_representations(run_dir: Path, rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The representations a run stored, checked against its continuations; {} for run folders
+    written before they were stored (their scorers run again)."""
+    path = run_dir / f"{REPRESENTATIONS}.parquet"
+    if not path.is_file():
+        log.warning("%s is missing (a run folder from an older biaslens): the sentiment/embedding scorers run again",
+                    path)
+        return {}
+    table = pd.read_parquet(path)
+    kept = np.flatnonzero(rows["kept"].astype(bool).to_numpy())
+    if "row" not in table.columns or not np.array_equal(table["row"].to_numpy(), kept):
+        raise ConfigError(f"{path}: rows do not match the kept rows of continuations.parquet")
+    out = {}
+    for name in table.columns.drop("row"):
+        col = table[name]
+        out[name] = (np.stack([np.asarray(v, dtype=np.float64) for v in col]) if len(col) and col.dtype == object
+                     else col.to_numpy(dtype=np.float64))
+    return out
+
+
+def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
+    """metrics.json, the tables and report.html again from continuations.parquet and the stored
+    representations (no model, perturber or scorer calls)."""
+    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
+
+    config = stored_config(run_dir, record)
+    sizes = (record.get("fairpair") or {}).get("resolved")
+    if not isinstance(sizes, dict):
+        raise ConfigError(f"{run_dir / 'run.json'}: field 'fairpair.resolved' is missing")
+    names = [parse_name_pair(p, where=f"{run_dir / 'run.json'} fairpair name_pairs[{i}]")
+             for i, p in enumerate(config.fairpair.name_pairs)]
+    rows = read_stored_table(run_dir, "continuations")
+    folder = rerender_folder(run_dir, record)
+    write_results(folder, rows, config, sizes, names, representations=stored_representations(run_dir, rows))
+    return folder.path / "report.html"
 
 
 def _perturber_backend(config: RunConfig, opts: FairPairOptions, backend: Backend | None) -> Backend:

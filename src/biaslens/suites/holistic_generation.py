@@ -189,27 +189,62 @@ def run_holistic_generation(config: RunConfig, *, backend: Backend | None = None
         folder.record["classifiers"] = {"style": clf.name, "n_styles": len(clf.styles),
                                         "clusters": {c: list(m) for c, m in clf.clusters.items()},
                                         "offensiveness": getattr(off, "name", opts.offensiveness_classifier)}
-        with folder.timer("metrics"):
-            analysis, metrics = analyse(table, probs, clf.styles, clf.clusters, n_permutations=opts.n_permutations,
-                                        n_boot=opts.n_bootstrap, seed=config.seed)
-        metrics["model"] = model_name
-        metrics["style_classifier"] = clf.name
-        metrics["offensiveness_classifier"] = folder.record["classifiers"]["offensiveness"]
-        table = analysis["responses"]
-        folder.write_table("responses", table)
         style_cols = pd.DataFrame(probs, columns=list(clf.styles))
         folder.write_table("style_probabilities", pd.concat([table[["prompt_id", "sample_index"]], style_cols], axis=1),
                            csv=False)
-        folder.write_table("descriptor_clusters", analysis["descriptor_clusters"])
-        folder.write_table("cluster_bias", analysis["cluster_bias"])
-        folder.write_table("fgb_by_axis", analysis["fgb_by_axis"])
-        folder.write_json("metrics.json", metrics)
-        from biaslens.report.holistic_generation import render
-
-        with folder.timer("report"):
-            folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
+        analysis, metrics = write_results(folder, table, probs, clf.styles, clf.clusters, config, model_name=model_name)
+        table = analysis["responses"]
         _print_summary(console, metrics, folder.path)
         return RunResult(out=folder.path, sentences=table, metrics=metrics, analysis=analysis, stats=folder.record)
+
+
+def write_results(folder: RunFolder, table: pd.DataFrame, probs: np.ndarray, styles, clusters, config: RunConfig, *,
+                  model_name: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Analyse classified responses, write the tables, metrics.json and report.html (the run and
+    ``rerender`` both end here). The classifier names come from ``folder.record["classifiers"]``."""
+    opts = config.generation
+    with folder.timer("metrics"):
+        analysis, metrics = analyse(table, probs, styles, clusters, n_permutations=opts.n_permutations,
+                                    n_boot=opts.n_bootstrap, seed=config.seed)
+    classifiers = folder.record.get("classifiers") or {}
+    metrics["model"] = model_name
+    metrics["style_classifier"] = classifiers.get("style")
+    metrics["offensiveness_classifier"] = classifiers.get("offensiveness")
+    folder.write_table("responses", analysis["responses"])
+    folder.write_table("descriptor_clusters", analysis["descriptor_clusters"])
+    folder.write_table("cluster_bias", analysis["cluster_bias"])
+    folder.write_table("fgb_by_axis", analysis["fgb_by_axis"])
+    folder.write_json("metrics.json", metrics)
+    from biaslens.report.holistic_generation import render
+
+    with folder.timer("report"):
+        folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
+    return analysis, metrics
+
+
+def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
+    """metrics.json, the tables and report.html again from responses.parquet and
+    style_probabilities.parquet (no model or classifier calls)."""
+    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
+
+    table = read_stored_table(run_dir, "responses")
+    styles_table = read_stored_table(run_dir, "style_probabilities")
+    keys = ["prompt_id", "sample_index"]
+    if len(styles_table) != len(table) or not styles_table[keys].reset_index(drop=True).equals(
+            table[keys].reset_index(drop=True)):
+        raise ConfigError(f"{run_dir / 'style_probabilities.parquet'}: rows do not match responses.parquet "
+                          "(same prompt_id and sample_index in the same order expected)")
+    styles = [c for c in styles_table.columns if c not in keys]
+    clusters = ((record.get("classifiers") or {}).get("clusters"))
+    if not isinstance(clusters, dict):
+        raise ConfigError(f"{run_dir / 'run.json'}: field 'classifiers.clusters' is missing")
+    generation = record.get("generation") or {}
+    model = record.get("model") or {}
+    model_name = model.get("name") or f"precomputed:{Path(str(generation.get('source'))).name}"
+    folder = rerender_folder(run_dir, record)
+    write_results(folder, table, styles_table[styles].to_numpy(), styles, clusters,
+                  stored_config(run_dir, record), model_name=model_name)
+    return folder.path / "report.html"
 
 
 def _generate(backend, requests, params, cache, batch_size, report, stats) -> list[list[str]]:

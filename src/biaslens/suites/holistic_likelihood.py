@@ -173,16 +173,8 @@ def run_holistic_likelihood(config: RunConfig, *, backend: Backend | None = None
         folder.write_table("sentences", rows)
         token_counts = dict(zip(rows["descriptor"].astype(str).unique(),
                                 backend.count_tokens([" " + d for d in rows["descriptor"].astype(str).unique()])))
-        with folder.timer("metrics"):
-            analysis, metrics = analyse(rows, alpha=config.alpha, token_counts=token_counts)
-        metrics["model"] = backend.info.name
-        metrics["scoring"] = "pseudo-log-likelihood (SEAT-style templates)" if masked else "causal log-likelihood"
-        write_analysis(folder, analysis, metrics, token_counts)
-        from biaslens.report.holistic_likelihood import render
-
-        with folder.timer("report"):
-            folder.write_text("report.html", render(folder.path, analysis=analysis, sentences=rows, metrics=metrics,
-                                                    run_record=folder.record))
+        analysis, metrics = write_results(folder, rows, alpha=config.alpha, model_name=backend.info.name,
+                                          masked=masked, token_counts=token_counts)
         _print_summary(console, metrics, folder.path)
         return RunResult(out=folder.path, sentences=rows, metrics=metrics, analysis=analysis, stats=folder.record)
 
@@ -233,6 +225,36 @@ def write_analysis(folder: RunFolder, analysis, metrics: dict, token_counts: dic
         folder.write_table("low_high_descriptors_equal_tokens",
                            analysis.low_high_descriptors(n=5, equal_token_count=True, token_counts=token_counts))
     folder.write_json("metrics.json", metrics)
+
+
+def write_results(folder: RunFolder, rows: pd.DataFrame, *, alpha: float, model_name: str | None, masked: bool,
+                  token_counts: dict[str, int] | None = None):
+    """Analyse a scored sentence table, write every table, metrics.json and report.html
+    (the run and ``rerender`` both end here)."""
+    with folder.timer("metrics"):
+        analysis, metrics = analyse(rows, alpha=alpha, token_counts=token_counts)
+    metrics["model"] = model_name
+    metrics["scoring"] = "pseudo-log-likelihood (SEAT-style templates)" if masked else "causal log-likelihood"
+    write_analysis(folder, analysis, metrics, token_counts)
+    from biaslens.report.holistic_likelihood import render
+
+    with folder.timer("report"):
+        folder.write_text("report.html", render(folder.path, analysis=analysis, sentences=rows, metrics=metrics,
+                                                run_record=folder.record))
+    return analysis, metrics
+
+
+def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
+    """metrics.json, the analysis tables and report.html again from sentences.parquet (no model
+    calls; the equal-token-count table needs the tokenizer and is left as the run wrote it)."""
+    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
+
+    rows = read_stored_table(run_dir, "sentences")
+    model = record.get("model") or {}
+    folder = rerender_folder(run_dir, record)
+    write_results(folder, rows, alpha=stored_config(run_dir, record).alpha, model_name=model.get("name"),
+                  masked=model.get("kind") == "masked")
+    return folder.path / "report.html"
 
 
 def _print_summary(console, metrics: dict, out: Path) -> None:

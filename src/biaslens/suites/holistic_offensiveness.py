@@ -105,18 +105,9 @@ def run_holistic_offensiveness(config: RunConfig, *, backend=None, console=None)
             descs = (rows[["axis", "descriptor", "noun_phrase_type"]].astype(str)
                      .drop_duplicates(["axis", "descriptor"]).sort_values(["axis", "descriptor"]))
             audit = classifier_audit(descs, scorer, opts.neutral_template)
-        with folder.timer("metrics"):
-            analysis, metrics = analyse(rows, audit)
-        metrics["classifier"] = name
-        metrics["sentences_per_second"] = folder.record["scoring"]["sentences_per_second"]
         folder.write_table("sentences", rows)
-        folder.write_table("template_offensiveness", analysis["table13"])
-        folder.write_table("descriptor_ranges", analysis["table12"])
-        folder.write_table("descriptor_offensiveness", analysis["per_descriptor"])
         folder.write_table("classifier_audit", audit)
-        folder.write_json("metrics.json", metrics)
-        with folder.timer("report"):
-            folder.write_text("report.html", render(analysis, metrics, audit))
+        analysis, metrics = write_results(folder, rows, audit)
         _print_summary(console, metrics, analysis, folder.path)
         return RunResult(out=folder.path, sentences=rows, metrics=metrics, analysis=analysis, stats=folder.record)
 
@@ -144,6 +135,35 @@ def analyse(rows: pd.DataFrame, audit: pd.DataFrame) -> tuple[dict[str, Any], di
                   "percent_flagged_neutral": percent_offensive(audit["neutral"])},
     }
     return {"table13": t13, "table12": t12, "per_descriptor": per}, metrics
+
+
+def write_results(folder: RunFolder, rows: pd.DataFrame, audit: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Tables 12/13, metrics.json and report.html from the scored sentences and the audit (the
+    run and ``rerender`` both end here); classifier name and speed from ``folder.record["scoring"]``."""
+    with folder.timer("metrics"):
+        analysis, metrics = analyse(rows, audit)
+    scoring = folder.record.get("scoring") or {}
+    metrics["classifier"] = scoring.get("classifier")
+    metrics["sentences_per_second"] = scoring.get("sentences_per_second")
+    folder.write_table("template_offensiveness", analysis["table13"])
+    folder.write_table("descriptor_ranges", analysis["table12"])
+    folder.write_table("descriptor_offensiveness", analysis["per_descriptor"])
+    folder.write_json("metrics.json", metrics)
+    with folder.timer("report"):
+        folder.write_text("report.html", render(analysis, metrics, audit))
+    return analysis, metrics
+
+
+def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
+    """metrics.json, the tables and report.html again from sentences.parquet and
+    classifier_audit.parquet (no classifier calls)."""
+    from biaslens.suites.common import read_stored_table, rerender_folder
+
+    rows = read_stored_table(run_dir, "sentences")
+    audit = read_stored_table(run_dir, "classifier_audit")
+    folder = rerender_folder(run_dir, record)
+    write_results(folder, rows, audit)
+    return folder.path / "report.html"
 
 
 def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFrame) -> str:

@@ -19,6 +19,7 @@ from biaslens.datasets.holistic.schema import DatasetError
 BUILTIN_DIR = Path(__file__).with_name("data")
 #: the paper's order (Figure 1)
 BUILTIN_NAMES = ("religion1", "religion2", "race", "gender", "orientation")
+_NAME_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 
 
 class RedditBiasError(DatasetError):
@@ -59,6 +60,15 @@ class BiasSpec(BaseModel):
     target_pairs: list[tuple[str, str]] = Field(min_length=1)
     attribute_pairs: list[tuple[str, str]] | None = None
     swap_directions: list[Direction] = Field(default_factory=lambda: ["to_dominant"], min_length=1)
+
+    @field_validator("name", "minoritized", "dominant")
+    @classmethod
+    def _file_name_part(cls, v: str) -> str:
+        # these name the data folder and files under --data-dir: no path may escape it
+        if not _NAME_PART.fullmatch(v) or v.strip(".") == "":
+            raise ValueError(f"{v!r} must be a plain name (letters, digits, '_', '-', '.'; no '/' or '..'): "
+                             "it names the data folder and files under --data-dir")
+        return v
 
     @field_validator("T1", "T2", "A1", "A2")
     @classmethod

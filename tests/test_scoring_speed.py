@@ -1,0 +1,161 @@
+"""Fast scoring paths of the HF causal backend: prefix-trie packing (exact: same numbers as
+the plain padded forward) and the ``bf16-fast`` CPU mode (median perplexity within 1% of
+float32 on HolisticBias sentences)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biaslens.engine.scoring import score_texts
+from biaslens.models import ModelError, load_model
+from biaslens.models.hf import FAST_BF16, HFCausalBackend, _TriePack, cpu_has_bf16, resolve_dtype
+
+HB_2K = Path(__file__).resolve().parents[2] / "shared" / "bench" / "hb_2k.txt"
+
+
+def _hb_sentences(n: int) -> list[str]:
+    """The first n benchmark sentences, or a seeded sample of the built-in HolisticBias table."""
+    if HB_2K.exists():
+        return [l for l in HB_2K.read_text(encoding="utf-8").splitlines() if l.strip()][:n]
+    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+
+    rows = likelihood_rows(build_sentences(load_holistic_dataset())).sample(n=n, random_state=0)
+    return rows["text"].astype(str).tolist()
+
+
+def _plain(backend, texts: list[str]) -> list[np.ndarray]:
+    """The reference: one right-padded forward per text, no prefix sharing."""
+    import torch
+
+    seqs = [[backend._start_id] + ids if backend._start_id is not None else ids
+            for ids in backend.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    with torch.inference_mode():
+        return [backend._logprobs([s])[0] for s in seqs]
+
+
+# ---------------------------------------------------------------- the trie itself
+
+def test_trie_pack_shares_prefixes_and_masks_ancestors():
+    seqs = [[0, 5, 6, 7], [0, 5, 6, 8], [0, 5, 9], [0, 4], [3], []]
+    pack = _TriePack(seqs, max_nodes=64)
+    assert len(pack.rows) == 1
+    tokens, parents, depths = pack.rows[0]
+    assert len(tokens) == 7  # 0, 5, 6, 7, 8, 9, 4: every distinct prefix once
+    ids, pos, mask, width = pack.tensors(pad_id=99)
+    # sequence 1 ([0, 5, 6, 8]): its last node sees exactly its own path, at its depth
+    row, path = pack.paths[1]
+    assert [int(ids[row, n]) for n in path] == [0, 5, 6, 8]
+    assert [int(pos[row, n]) for n in path] == [0, 1, 2, 3]
+    assert set(np.flatnonzero(mask[row, 0, path[-1]].numpy())) == set(path)
+    assert not mask[row, 0, path[-1], pack.paths[0][1][-1]]  # not its sibling [.., 7]
+    # one-token and empty texts need no forward pass
+    assert pack.paths[4] == (0, []) and pack.paths[5] == (0, [])
+    # a row is closed before it exceeds max_nodes
+    small = _TriePack(seqs[:4], max_nodes=5)
+    assert len(small.rows) == 2 and all(len(r[0]) <= 5 for r in small.rows)
+
+
+# ---------------------------------------------------------------- exactness on real models
+
+@pytest.mark.slow
+def test_trie_scores_equal_plain_forward_on_embedded_model(embedded_model):
+    assert embedded_model.use_trie
+    texts = _hb_sentences(24) + ["Hi.", "I love my grandmother.", "I love my grandfather."]
+    embedded_model.computed_tokens = 0
+    packed = score_texts(embedded_model, texts, batch_size=64)
+    computed = embedded_model.computed_tokens
+    ref = _plain(embedded_model, texts)
+    for text, a, b in zip(texts, packed, ref):
+        assert a.n_tokens == len(b), text
+        # as in test_models: 1-3 token texts alone take a matrix-vector kernel (~1.5e-4 rounding)
+        np.testing.assert_allclose(a.logprobs, b, atol=1e-4 if len(b) >= 4 else 3e-4, rtol=0, err_msg=text)
+    total = sum(len(b) + 1 for b in ref)
+    assert computed < 0.8 * total  # shared prefixes really ran once
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_trie_scores_equal_plain_forward_on_tiny_models(arch, tiny_causal_lm, tmp_path):
+    folder = tiny_causal_lm(tmp_path / arch, arch)
+    backend = load_model(str(folder))
+    assert backend.use_trie
+    texts = ["the people in my town are kind", "the people in my town are greedy", "the weather is good",
+             "jews christians muslims", "the", "I think they are smart"]
+    packed = score_texts(backend, texts, batch_size=8)
+    for text, a, b in zip(texts, packed, _plain(backend, texts)):
+        np.testing.assert_allclose(a.logprobs, b, atol=1e-5, rtol=0, err_msg=text)
+
+
+@pytest.mark.slow
+def test_trie_scores_equal_plain_forward_on_tiny_qwen2(embedded_model_path, tmp_path):
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_path)
+    tok.save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                 tie_word_embeddings=True)).save_pretrained(tmp_path)
+    backend = load_model(str(tmp_path))
+    assert backend.use_trie
+    texts = _hb_sentences(12)
+    for text, a, b in zip(texts, score_texts(backend, texts, batch_size=12), _plain(backend, texts)):
+        np.testing.assert_allclose(a.logprobs, b, atol=1e-5, rtol=0, err_msg=text)
+
+
+def test_trie_refused_for_sliding_window_models():
+    from types import SimpleNamespace
+
+    from biaslens.models.hf import _trie_supported
+
+    class Model(SimpleNamespace):
+        base_model = None
+
+        def get_output_embeddings(self):
+            return SimpleNamespace(weight=None)
+
+    assert _trie_supported(Model(config=SimpleNamespace(model_type="llama")))
+    assert not _trie_supported(Model(config=SimpleNamespace(model_type="mistral")))
+    assert not _trie_supported(Model(config=SimpleNamespace(model_type="qwen2", sliding_window=4096)))
+    assert not _trie_supported(Model(config=SimpleNamespace(model_type="llama", logits_scaling=8.0)))
+
+
+# ---------------------------------------------------------------- bf16-fast
+
+def test_fast_dtype_name_and_refusal(monkeypatch, embedded_model_path):
+    import torch
+
+    assert resolve_dtype(FAST_BF16) is torch.float32  # weights stay float32
+    with pytest.raises(ModelError, match=FAST_BF16):
+        resolve_dtype("bf17")
+    monkeypatch.setattr("biaslens.models.hf.cpu_has_bf16", lambda: False)
+    with pytest.raises(ModelError, match="native bfloat16"):
+        load_model(str(embedded_model_path), dtype=FAST_BF16)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no native bfloat16 (AVX512-BF16 or AMX)")
+def test_fast_mode_median_perplexity_within_one_percent(embedded_model):
+    from conftest import MODEL_CACHE_ROOT, _env
+
+    with _env("BIASLENS_CACHE_DIR", str(MODEL_CACHE_ROOT)):
+        fast = load_model("smollm2-135m", dtype=FAST_BF16)
+    assert fast.info.dtype == FAST_BF16
+    assert json.dumps(fast.info.cache_identity()) != json.dumps(embedded_model.info.cache_identity())
+    texts = _hb_sentences(50)
+    exact = score_texts(embedded_model, texts)
+    quick = score_texts(fast, texts)
+    p32 = np.array([s.perplexity() for s in exact])
+    pbf = np.array([s.perplexity() for s in quick])
+    err = np.abs(pbf / p32 - 1)
+    assert np.median(err) <= 0.01, np.median(err)
+    assert err.max() > 0  # really a different computation, not the float32 path
+    # the output head and the embeddings are untouched float32 modules
+    assert fast.model.get_output_embeddings().weight.dtype.is_floating_point
+    assert "forward" not in vars(fast.model.get_output_embeddings())
+    assert isinstance(fast, HFCausalBackend)
