@@ -28,7 +28,7 @@ class ModelConfig(BaseModel):
     start_token: str | None = Field(None, description="override the document-start token prepended before each text")
     score_first_token: bool = Field(True, description="False: reference-compatible mode, no start token, first token unscored")
     trust_remote_code: bool = False
-    compile: bool = Field(False, description="score through torch.compile: faster on large runs, ~2 min to compile")
+    compile: bool = Field(False, description="score through torch.compile (padded batches, ~2 min to compile): for models without prefix packing")
     backend: Literal["auto", "hf", "vllm", "openai"] = Field(
         "auto", description="auto: embedded/fake/Hugging Face by name; vllm: vLLM offline engine; openai: an OpenAI-compatible server")
     base_url: str | None = Field(None, description="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")

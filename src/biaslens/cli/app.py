@@ -123,7 +123,7 @@ def run(
     start_token: Optional[str] = typer.Option(None, help="Document-start token prepended before each text (default chosen per model, recorded in run.json)."),
     no_start_token: bool = typer.Option(False, "--no-start-token", help="Reference-compatible scoring: no start token, the first token is not scored."),
     trust_remote_code: bool = typer.Option(False, help="Allow the model repository's own code to run."),
-    compile: bool = typer.Option(False, "--compile", help="Score through torch.compile: ~1.45x faster on CPU after ~2 min of compilation; for large runs (--full)."),
+    compile: bool = typer.Option(False, "--compile", help="Score through torch.compile (~2 min to compile; padded batches, no prefix packing): for large runs of models the packed path does not cover (Llama, Qwen2/3 and GPT-2 are packed and faster without it)."),
     backend: Optional[str] = typer.Option(None, "--backend", help="auto (embedded/fake/Hugging Face by name, default), hf, vllm (vLLM offline engine) or openai (an OpenAI-compatible server, with --base-url).", rich_help_panel="Backend and executor"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1.", rich_help_panel="Backend and executor"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="openai backend: environment variable holding the API key \\[default OPENAI_API_KEY]; the key is never logged or stored.", rich_help_panel="Backend and executor"),

@@ -31,7 +31,7 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     start = time.perf_counter()
-    state = {"last_log": start, "first_done": None, "projected": False, "updates": 0}
+    state = {"last_log": start, "first_done": None, "projected": False, "updates": 0, "warm": None}
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
                    disable=not console.is_terminal)
@@ -48,11 +48,14 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
                 return
             d0, t0 = state["first_done"]
             state["updates"] += 1
-            # a few batches in, so model warm-up does not dominate the rate
-            if (not state["projected"] and state["updates"] >= 3 and now - t0 >= project_after
-                    and done > d0 and done < total_now):
+            if state["updates"] == 1:
+                # the first batch carries the warm-up (kernels, caches): the projection starts after it
+                state["warm"] = (done, now)
+            dw, tw = state["warm"]
+            if (not state["projected"] and state["updates"] >= 3 and now - tw >= project_after
+                    and done > dw and done < total_now):
                 state["projected"] = True
-                rate = (done - d0) / (now - t0)
+                rate = (done - dw) / (now - tw)
                 left = (total_now - done) / rate
                 if left >= 60:
                     end = time.time() + left
