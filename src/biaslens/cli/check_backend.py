@@ -25,8 +25,7 @@ def check_backend_command(
 ):
     """Check that a backend scores like the Hugging Face reference, and record the verdict.
 
-    Scoring runs (`biaslens run`) with a vllm or openai backend refuse to start when the
-    recorded check for that exact backend failed. Exit code 0: agrees; 1: disagrees.
+    Scoring runs (`biaslens run`) with a vllm or openai backend refuse to start when the recorded check for that exact backend failed. Exit code 0: agrees; 1: disagrees.
     """
     args = dict(locals())
     from biaslens.cli.app import _guard
