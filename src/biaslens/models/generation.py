@@ -78,6 +78,11 @@ class GenerationRequest:
     prompt: str
     context: tuple[str, ...] = field(default_factory=tuple)
 
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The request as chat messages: context lines as one system message, the prompt as the user's."""
+        messages = [{"role": "system", "content": "\n".join(self.context)}] if self.context else []
+        return [*messages, {"role": "user", "content": self.prompt}]
+
 
 def row_seed(seed: int, prompt_key: str, sample_index: int) -> int:
     """A 63-bit seed for one (prompt, sample) row, stable across processes."""

@@ -108,6 +108,16 @@ def pick_start_token(tokenizer, override: str | None = None) -> str | None:
     return None
 
 
+def token_scores(rows: list[np.ndarray], offset_mapping, *, first_token_is_context: bool) -> list[TokenScores]:
+    """Per-text log-probabilities plus the tokenizer's character offsets of the scored tokens
+    (without a start token, the first token is context only and has no score)."""
+    out = []
+    for lp, mapping in zip(rows, offset_mapping):
+        offsets = np.asarray(mapping, dtype=np.int32).reshape(-1, 2)
+        out.append(TokenScores(lp, offsets[1:] if first_token_is_context else offsets))
+    return out
+
+
 def _gather_logprobs(logits, targets) -> np.ndarray:
     """log p(target) at each position, as float64 numpy: logit minus logsumexp, in float32
     at least whatever the model dtype (no full log-softmax tensor is materialised)."""
@@ -304,13 +314,7 @@ class HFCausalBackend(Backend):
                 rows = self._logprobs_with_shared_prefix(seqs, shared)
             else:
                 rows = self._logprobs(seqs)
-        out = []
-        for i, lp in enumerate(rows):
-            offsets = np.asarray(enc["offset_mapping"][i], dtype=np.int32).reshape(-1, 2)
-            if self._start_id is None:
-                offsets = offsets[1:]  # the first token is context only
-            out.append(TokenScores(lp, offsets))
-        return out
+        return token_scores(rows, enc["offset_mapping"], first_token_is_context=self._start_id is None)
 
     def _logprobs_trie(self, seqs: list[list[int]]) -> list[np.ndarray]:
         """Per-token log-probabilities with the batch packed as a prefix trie (see
@@ -434,11 +438,8 @@ class HFCausalBackend(Backend):
 
     def render_prompt(self, request, params) -> str:
         if self._use_chat(params):
-            messages = []
-            if request.context:
-                messages.append({"role": "system", "content": "\n".join(request.context)})
-            messages.append({"role": "user", "content": request.prompt})
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(request.chat_messages(), tokenize=False,
+                                                      add_generation_prompt=True)
         text = "\n".join((*request.context, request.prompt))
         # plain LMs continue a document: start it the way scoring does
         return (self.info.start_token or "") + text

@@ -490,11 +490,7 @@ class OpenAIBackend(Backend):
 
     def render_prompt(self, request, params) -> str:
         if self._use_chat(params):
-            messages = []
-            if request.context:
-                messages.append({"role": "system", "content": "\n".join(request.context)})
-            messages.append({"role": "user", "content": request.prompt})
-            return json.dumps({"messages": messages}, ensure_ascii=False, sort_keys=True)
+            return json.dumps({"messages": request.chat_messages()}, ensure_ascii=False, sort_keys=True)
         # as the HF backend: a plain LM continues a document, started the way scoring starts it
         return self._prefix() + "\n".join((*request.context, request.prompt))
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
-from biaslens.models.hf import HFCausalBackend, _DTYPES, _is_masked_config, pick_start_token
+from biaslens.models.hf import HFCausalBackend, _DTYPES, _is_masked_config, pick_start_token, token_scores
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +101,7 @@ class VLLMBackend(Backend):
                                      f"for {len(seq)} tokens")
                 # position 0 has no left context (None); position j holds {token id: Logprob}
                 rows[i] = np.array([plp[j][seq[j]].logprob for j in range(1, len(seq))], dtype=np.float64)
-        out_scores = []
-        for i, lp in enumerate(rows):
-            offsets = np.asarray(enc["offset_mapping"][i], dtype=np.int32).reshape(-1, 2)
-            if self._start_id is None:
-                offsets = offsets[1:]  # the first token is context only
-            out_scores.append(TokenScores(lp, offsets))
-        return out_scores
+        return token_scores(rows, enc["offset_mapping"], first_token_is_context=self._start_id is None)
 
     def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
         from vllm import SamplingParams
