@@ -5,6 +5,7 @@ Not a test module (no ``test_`` prefix); tests import it like ``conftest``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -13,6 +14,22 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def another_process_holds_the_lock(out: Path, seconds: int = 120):
+    """Another process holding a run folder's writer lock (as a running biaslens would)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
+         f"print('locked', flush=True); time.sleep({int(seconds)})", str(Path(out) / ".biaslens.lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def cli(args: list[str]) -> list[str]:

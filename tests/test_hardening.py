@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from killing import cache_rows, cli, stable
+from killing import another_process_holds_the_lock, cache_rows, cli, stable
 from test_fault_resume import SUITES, _quiet
 from typer.testing import CliRunner
 
@@ -148,13 +148,7 @@ def test_second_process_on_the_same_out_folder_gets_busy(tmp_path):
     out.mkdir()
     sentinel = json.dumps({"status": "running", "suite": "other"})
     (out / "run.json").write_text(sentinel)  # the other process's run.json
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
-         "print('locked', flush=True); time.sleep(120)", str(out / ".biaslens.lock")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with another_process_holds_the_lock(out):
         for suite, extra in BUSY.items():
             with pytest.raises(RunFolderBusy, match="another biaslens process is writing"):
                 biaslens.run(suite=suite, model="fake", out=out, cache_dir=tmp_path / "cache", console=_quiet(),
@@ -164,9 +158,6 @@ def test_second_process_on_the_same_out_folder_gets_busy(tmp_path):
         r = CliRunner().invoke(app, ["run", "community", "--model", "fake", "--n", "2", "--out", str(out),
                                      "--cache-dir", str(tmp_path / "cache")])
         assert r.exit_code == 2 and _error_line(r.output).startswith("error: another biaslens process is writing")
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 # -- determinism across batch sizes ---------------------------------------------------------

@@ -171,21 +171,14 @@ def test_failed_rerun_does_not_leave_old_results_looking_current(fake_run_dir, t
 
 
 def test_busy_run_folder(tmp_path):
+    from killing import another_process_holds_the_lock
+
     out = tmp_path / "run"
     out.mkdir()
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
-         "print('locked', flush=True); time.sleep(60)", str(out / ".biaslens.lock")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with another_process_holds_the_lock(out, 60):
         with pytest.raises(RunFolderBusy, match="another biaslens process"):
             biaslens.run(model="fake", sample=300, out=out, cache_dir=tmp_path / "cache", console=quiet())
         assert not (out / "run.json").exists()  # the other writer's folder is untouched
-    finally:
-        holder.kill()
-        holder.wait()
     biaslens.run(model="fake", sample=300, out=out, cache_dir=tmp_path / "cache", console=quiet())
     assert json.loads((out / "run.json").read_text())["status"] == "complete"
 
