@@ -31,7 +31,13 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
             d["model"] = {"name": d["model"]}
     _deep_update(data, extra)
     cfg = RunConfig.validated(data, source="run()")
-    return get_suite(cfg.suite)(cfg, backend=backend, console=console)
+    from biaslens.runner import run_suite
+    from biaslens.suites.base import Suite
+
+    suite = get_suite(cfg.suite)
+    if isinstance(suite, Suite):
+        return run_suite(cfg, backend=backend, console=console)
+    return suite(cfg, backend=backend, console=console)  # a suite not yet declared as a Suite
 
 
 class RunNotComplete(ValueError):
@@ -47,7 +53,9 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
     from filelock import FileLock, Timeout
 
     from biaslens.report.run_folder import RunFolderBusy, read_run
-    from biaslens.suites import SUITES, UnknownSuite
+    from biaslens.runner import rerender_run
+    from biaslens.suites import SUITES, UnknownSuite, get_suite
+    from biaslens.suites.base import Suite
 
     run_dir = Path(run_dir)
 
@@ -74,9 +82,11 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
                                  "re-run the same command to finish it before re-rendering")
         suite = record.get("suite")
         target = SUITES.get(suite) if isinstance(suite, str) else None
-        fn = getattr(importlib.import_module(target.split(":")[0]), "rerender", None) if target else None
-        if fn is None:
+        if target is None:
             raise UnknownSuite(f"{run_dir}: re-rendering suite {suite!r} is not supported by this biaslens version")
-        return fn(run_dir, record)
+        declared = get_suite(suite)
+        if isinstance(declared, Suite):
+            return rerender_run(run_dir, record, declared, console=console)
+        return getattr(importlib.import_module(target.split(":")[0]), "rerender")(run_dir, record)
     finally:
         lock.release()

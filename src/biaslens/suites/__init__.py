@@ -1,7 +1,8 @@
-"""Suites wire one path through dataset -> model -> metric -> report.
+"""Suites: one declaration per method (:class:`biaslens.suites.base.Suite`), run by
+:mod:`biaslens.runner`.
 
-Registered lazily by name so that importing biaslens stays fast and a suite's
-heavy dependencies load only when it runs.
+Registered lazily by name ("module:Class") so that importing biaslens stays fast and a
+suite's dependencies load only when it runs. Adding a suite is one line here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import difflib
 import importlib
 
 SUITES: dict[str, str] = {
-    "holistic-likelihood": "biaslens.suites.holistic_likelihood:run_holistic_likelihood",
+    "holistic-likelihood": "biaslens.suites.holistic_likelihood:HolisticLikelihood",
     "redditbias": "biaslens.suites.redditbias:run_redditbias",
     "fairpair": "biaslens.suites.fairpair:run_fairpair",
     "holistic-generation": "biaslens.suites.holistic_generation:run_holistic_generation",
@@ -27,12 +28,13 @@ class UnknownSuite(ValueError):
 
 
 def get_suite(name: str):
-    """The run function of a suite, or an error with suggestions."""
+    """The suite declaration registered under ``name`` (an instance), or an error with suggestions."""
     if name not in SUITES:
         if name in PLANNED:
             raise UnknownSuite(f"suite {name!r} is not available in this version yet; available: {', '.join(SUITES)}")
         close = difflib.get_close_matches(name, list(SUITES) + list(PLANNED), n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UnknownSuite(f"unknown suite {name!r}.{hint} Available: {', '.join(SUITES)}")
-    module, func = SUITES[name].split(":")
-    return getattr(importlib.import_module(module), func)
+    module, attr = SUITES[name].split(":")
+    target = getattr(importlib.import_module(module), attr)
+    return target() if isinstance(target, type) else target

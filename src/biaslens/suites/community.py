@@ -29,7 +29,7 @@ from biaslens.metrics.community import (demographic_gaps, demographic_mean_cis, 
 from biaslens.models import Backend, ModelError
 from biaslens.report.run_folder import RunFolder
 from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir, print_scorer_warnings
-from biaslens.suites.holistic_likelihood import RunResult
+from biaslens.results import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +340,8 @@ def run_community(config: RunConfig, *, backend: Backend | Mapping[str, Backend]
         folder.write_table("generations", table)
         analysis, metrics = write_results(folder, table, config)
         _print_summary(console, analysis, metrics, folder.path)
-        return RunResult(out=folder.path, sentences=table, metrics=metrics, analysis=analysis, stats=folder.record)
+        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": table}, analysis=analysis, stats=folder.record,
+                         main_table="sentences")
 
 
 def write_results(folder: RunFolder, table: pd.DataFrame, config: RunConfig) -> tuple[dict, dict]:

@@ -25,7 +25,8 @@ from biaslens.models import Backend
 from biaslens.report.run_folder import RunFolder
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir, print_scorer_warnings
-from biaslens.suites.holistic_likelihood import RunResult, select_rows
+from biaslens.results import RunResult
+from biaslens.suites.holistic_likelihood import select_rows
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +244,8 @@ def run_holistic_generation(config: RunConfig, *, backend: Backend | None = None
         table = analysis["responses"]
         _print_summary(console, metrics, folder.path)
         print_scorer_warnings(console, metrics)
-        return RunResult(out=folder.path, sentences=table, metrics=metrics, analysis=analysis, stats=folder.record)
+        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": table}, analysis=analysis, stats=folder.record,
+                         main_table="sentences")
 
 
 def _classifier_text(prepare, response: str, descriptor: str, dehyphenated: bool) -> str:

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from biaslens.config import ConfigError, RunConfig
+from biaslens.config import ConfigError
 from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
-from biaslens.engine.cache import CallCache
-from biaslens.engine.progress import progress_reporter
-from biaslens.engine.scoring import ScoringStats, score_texts
 from biaslens.metrics import LOVE_HATE_TEMPLATES, likelihood_bias
-from biaslens.models import Backend
-from biaslens.report.run_folder import RunFolder
-from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
+from biaslens.results import MetricEntry, SuiteResult
+from biaslens.suites.base import AnalysisContext, Suite
+
+if TYPE_CHECKING:
+    from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +49,6 @@ SEAT_TABLE7_TEMPLATES = ["{noun_phrase} is a person.", "{plural_noun_phrase} are
 #: templates the default sample always includes, so the love/hate view has data
 _PRIORITY_TEMPLATES = (LOVE_HATE_TEMPLATES["love"], LOVE_HATE_TEMPLATES["hate"])
 _GROUP = ["axis", "template", "descriptor"]
-
-
-@dataclass
-class RunResult:
-    """What a finished run returns in Python (the same things are in the run folder)."""
-
-    out: Path
-    sentences: pd.DataFrame
-    metrics: dict[str, Any]
-    analysis: Any = None
-    stats: dict[str, Any] = field(default_factory=dict)
 
 
 def select_rows(
@@ -165,37 +151,34 @@ def seat_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def run_holistic_likelihood(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
-    """Run the Likelihood Bias suite end to end and write the run folder."""
-    from rich.console import Console
+class HolisticLikelihood(Suite):
+    """Likelihood Bias (paper 2.3.2): score every sentence, compare descriptors pairwise."""
 
-    console = console or Console(stderr=True)
-    out = out_dir(config)
-    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
-        with folder.timer("dataset"):
+    name = "holistic-likelihood"
+    stored_tables = ("sentences", "descriptor_token_counts?")
+    main_table = "sentences"
+
+    def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
+        config = ctx.config
+        with ctx.timer("dataset"):
             dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
             all_rows = likelihood_rows(build_sentences(dataset))
             rows = select_rows(all_rows, axes=config.axes, templates=config.templates,
                                sample=config.sample, full=config.full, seed=config.seed)
         if rows.empty:
             raise ConfigError("no sentences selected: check --axes/--templates")
-        with folder.timer("model_load"):
-            backend = backend or backend_from_config(config)
-        masked = backend.info.kind == "masked"
+        calls = ctx.calls
+        masked = calls.info.kind == "masked"
         if masked:
             rows = seat_rows(rows)
-        folder.record["model"] = model_record(backend)
         n_groups = rows.groupby(_GROUP, observed=True).ngroups
-        console.print(f"[bold]holistic-likelihood[/bold]: {len(rows):,} sentences "
-                      f"({n_groups:,} axis/template/descriptor groups, {rows['axis'].nunique()} axes, "
-                      f"{rows['template'].nunique()} templates) on [bold]{backend.info.name}[/bold]"
-                      f" ({'pseudo-log-likelihood' if masked else 'start token ' + repr(backend.info.start_token)})")
-        cache = open_cache(config)
-        stats = ScoringStats()
+        ctx.console.print(f"[bold]holistic-likelihood[/bold]: {len(rows):,} sentences "
+                          f"({n_groups:,} axis/template/descriptor groups, {rows['axis'].nunique()} axes, "
+                          f"{rows['template'].nunique()} templates) on [bold]{calls.info.name}[/bold]"
+                          f" ({'pseudo-log-likelihood' if masked else 'start token ' + repr(calls.info.start_token)})")
         texts = rows["text"].astype(str).tolist()
-        with folder.timer("scoring"), progress_reporter(console, "scoring sentences", total=len(set(texts))) as report:
-            scores = score_texts(backend, texts, cache=cache, batch_size=config.model.batch_size,
-                                 progress=report, stats=stats)
+        with ctx.timer("scoring"), ctx.progress("scoring sentences", total=len(set(texts))) as report:
+            scores = calls.score(texts, progress=report)
         if masked:
             spans = [(int(a), int(b)) for a, b in zip(rows["span_start"].to_numpy(), rows["span_end"].to_numpy())]
             pll = np.asarray([s.span_logprob(sp) for s, sp in zip(scores, spans)], dtype=np.float64)
@@ -208,22 +191,51 @@ def run_holistic_likelihood(config: RunConfig, *, backend: Backend | None = None
             rows = rows.assign(perplexity=np.asarray([s.perplexity() for s in scores], dtype=np.float64))
         rows = rows.assign(n_tokens=np.asarray([s.n_tokens for s in scores], dtype=np.int32),
                            sum_logprob=np.asarray([s.sum_logprob for s in scores], dtype=np.float64))
-        folder.record["scoring"] = {
-            "n_sentences": stats.n_texts, "n_unique": stats.n_unique, "cache_hits": stats.cache_hits,
-            "computed": stats.computed, "batches": stats.batches, "seconds": round(stats.seconds, 3),
-            "sentences_per_second": None if math.isnan(stats.texts_per_second) else round(stats.texts_per_second, 2),
-            "corrupt_cache_records": stats.corrupt_records,
-            "cache": str(cache.path) if cache is not None else None,
-        }
-        if cache is not None:
-            cache.close()
-        folder.write_table("sentences", rows)
-        token_counts = dict(zip(rows["descriptor"].astype(str).unique(),
-                                backend.count_tokens([" " + d for d in rows["descriptor"].astype(str).unique()])))
-        analysis, metrics = write_results(folder, rows, alpha=config.alpha, model_name=backend.info.name,
-                                          masked=masked, token_counts=token_counts, seed=config.seed)
-        _print_summary(console, metrics, folder.path)
-        return RunResult(out=folder.path, sentences=rows, metrics=metrics, analysis=analysis, stats=folder.record)
+        ctx.record_calls("scoring")
+        descriptors = rows["descriptor"].astype(str).unique().tolist()
+        # kept so that a re-render can apply the paper's equal-token filter without the tokenizer
+        token_counts = pd.DataFrame({"descriptor": descriptors,
+                                     "n_tokens": calls.count_tokens([" " + d for d in descriptors])})
+        return {"sentences": rows, "descriptor_token_counts": token_counts}
+
+    def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
+        rows = tables["sentences"]
+        masked = (ctx.record.get("model") or {}).get("kind") == "masked"
+        value_col = "neg_pll" if masked else "perplexity"
+        tc = tables.get("descriptor_token_counts")
+        token_counts = dict(zip(tc["descriptor"].astype(str), tc["n_tokens"].astype(int))) if tc is not None else None
+        analysis, metrics = analyse(rows, alpha=ctx.config.alpha, token_counts=token_counts, seed=ctx.config.seed,
+                                    value_col=value_col)
+        for w in metrics["warnings"]:
+            log.info("warning: %s", w)  # run.log; the terminal prints it under the table
+        metrics["model"] = ctx.model_name
+        metrics["scoring"] = ("summed pseudo-log-likelihood of the noun phrase without its article (SEAT templates, "
+                              "paper B.1)" if masked else "causal log-likelihood")
+        entries = [MetricEntry(name="likelihood_bias", value=metrics["likelihood_bias"], ci_low=metrics["ci_low"],
+                               ci_high=metrics["ci_high"], interval=metrics["interval"], higher_is_better=False,
+                               ideal=0.0, n_used=metrics["n_pairs"], n_missing=metrics["n_missing"],
+                               description="share of descriptor pairs whose sentences differ significantly "
+                                           "(Mann-Whitney U, p < alpha), the paper's Likelihood Bias"),
+                   MetricEntry(name="likelihood_bias_bh", value=metrics["likelihood_bias_bh"], higher_is_better=False,
+                               ideal=0.0, n_used=metrics["n_pairs"], description="Benjamini-Hochberg corrected"),
+                   MetricEntry(name="likelihood_bias_holm", value=metrics["likelihood_bias_holm"],
+                               higher_is_better=False, ideal=0.0, n_used=metrics["n_pairs"],
+                               description="Holm corrected")]
+        return SuiteResult(metrics=metrics, entries=entries, tables=analysis_tables(analysis, token_counts),
+                           analysis=analysis, verdict=verdict(metrics), warnings=metrics["warnings"])
+
+    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
+        from biaslens.report.holistic_likelihood import render
+
+        masked = result.metrics["value"] == "neg_pll"
+        tc = tables.get("descriptor_token_counts")
+        token_counts = dict(zip(tc["descriptor"].astype(str), tc["n_tokens"].astype(int))) if tc is not None else None
+        return render(ctx.out, analysis=result.analysis, sentences=tables["sentences"], metrics=result.metrics,
+                      run_record=ctx.record, token_counts=token_counts, value_col=result.metrics["value"],
+                      table7_templates=SEAT_TABLE7_TEMPLATES if masked else None)
+
+    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
+        _print_summary(ctx.console, result.metrics)
 
 
 def few_descriptor_warnings(analysis) -> list[str]:
@@ -285,64 +297,32 @@ def analyse(rows: pd.DataFrame, *, alpha: float = 0.05, token_counts: dict[str, 
     return analysis, metrics
 
 
-def write_analysis(folder: RunFolder, analysis, metrics: dict, token_counts: dict[str, int] | None) -> None:
-    """All tables of the analysis into the run folder, then metrics.json."""
-    folder.write_table("significances", analysis.significances)
-    folder.write_table("likelihood_bias_by_axis", analysis.by_axis)
-    folder.write_table("likelihood_bias_by_axis_and_template", analysis.by_axis_and_template)
-    folder.write_table("likelihood_bias_by_template", analysis.by_template)
-    folder.write_table("likelihood_bias_by_axis_and_descriptor_pair", analysis.by_axis_and_descriptor_pair)
-    folder.write_table("median_perplexities", analysis.median_perplexities)
-    folder.write_table("love_hate", analysis.love_hate)
-    folder.write_table("low_high_descriptors", analysis.low_high_descriptors(n=5))
+def analysis_tables(analysis, token_counts: dict[str, int] | None) -> dict[str, pd.DataFrame]:
+    """Every table of the analysis, as the run folder keeps them."""
+    tables = {
+        "significances": analysis.significances,
+        "likelihood_bias_by_axis": analysis.by_axis,
+        "likelihood_bias_by_axis_and_template": analysis.by_axis_and_template,
+        "likelihood_bias_by_template": analysis.by_template,
+        "likelihood_bias_by_axis_and_descriptor_pair": analysis.by_axis_and_descriptor_pair,
+        "median_perplexities": analysis.median_perplexities,
+        "love_hate": analysis.love_hate,
+        "low_high_descriptors": analysis.low_high_descriptors(n=5),
+    }
     if token_counts:
-        # kept so that a re-render can apply the paper's equal-token filter without the tokenizer
-        folder.write_table("descriptor_token_counts", pd.DataFrame({"descriptor": list(token_counts),
-                                                                    "n_tokens": list(token_counts.values())}))
-        folder.write_table("low_high_descriptors_equal_tokens",
-                           analysis.low_high_descriptors(n=5, equal_token_count=True, token_counts=token_counts))
-    folder.write_json("metrics.json", metrics)
+        tables["low_high_descriptors_equal_tokens"] = analysis.low_high_descriptors(
+            n=5, equal_token_count=True, token_counts=token_counts)
+    return tables
 
 
-def write_results(folder: RunFolder, rows: pd.DataFrame, *, alpha: float, model_name: str | None, masked: bool,
-                  token_counts: dict[str, int] | None = None, seed: int = 0):
-    """Analyse a scored sentence table, write every table, metrics.json and report.html
-    (the run and ``rerender`` both end here)."""
-    value_col = "neg_pll" if masked else "perplexity"
-    with folder.timer("metrics"):
-        analysis, metrics = analyse(rows, alpha=alpha, token_counts=token_counts, seed=seed, value_col=value_col)
-    for w in metrics["warnings"]:
-        log.info("warning: %s", w)  # run.log; the terminal prints it under the table
-    metrics["model"] = model_name
-    metrics["scoring"] = ("summed pseudo-log-likelihood of the noun phrase without its article (SEAT templates, "
-                          "paper B.1)" if masked else "causal log-likelihood")
-    write_analysis(folder, analysis, metrics, token_counts)
-    from biaslens.report.holistic_likelihood import render
-
-    with folder.timer("report"):
-        folder.write_text("report.html", render(folder.path, analysis=analysis, sentences=rows, metrics=metrics,
-                                                run_record=folder.record, token_counts=token_counts,
-                                                value_col=value_col,
-                                                table7_templates=SEAT_TABLE7_TEMPLATES if masked else None))
-    return analysis, metrics
-
-
-def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
-    """metrics.json, the analysis tables and report.html again from sentences.parquet (no model
-    calls; the equal-token-count tables use the token counts the run stored)."""
-    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
-
-    rows = read_stored_table(run_dir, "sentences")
-    model = record.get("model") or {}
-    folder = rerender_folder(run_dir, record)
-    cfg = stored_config(run_dir, record)
-    token_counts = None
-    if (run_dir / "descriptor_token_counts.parquet").exists():
-        tc = read_stored_table(run_dir, "descriptor_token_counts")
-        token_counts = dict(zip(tc["descriptor"].astype(str), tc["n_tokens"].astype(int)))
-    write_results(folder, rows, alpha=cfg.alpha, model_name=model.get("name"), masked=model.get("kind") == "masked",
-                  seed=cfg.seed, token_counts=token_counts)
-    return folder.path / "report.html"
+def verdict(metrics: dict[str, Any]) -> str | None:
+    """The headline in one sentence, with its interval."""
+    lb = metrics.get("likelihood_bias")
+    if lb is None:
+        return None
+    ci = _fmt_ci(metrics.get("ci_low"), metrics.get("ci_high"))
+    return (f"Likelihood Bias {lb:.3f} (95% CI {ci}): {lb:.0%} of {metrics['n_pairs']:,} descriptor pairs differ "
+            f"significantly at p < {metrics['alpha']} (0 is ideal; BH-corrected {metrics['likelihood_bias_bh']:.3f})")
 
 
 def _fmt_ci(lo, hi) -> str:
@@ -350,7 +330,7 @@ def _fmt_ci(lo, hi) -> str:
     return "n/a" if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) else f"{lo:.2f}-{hi:.2f}"
 
 
-def _print_summary(console, metrics: dict, out: Path) -> None:
+def _print_summary(console, metrics: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -371,5 +351,3 @@ def _print_summary(console, metrics: dict, out: Path) -> None:
     console.print(table)
     for w in metrics["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
-    # soft_wrap: never break the path across lines (CI logs are 80 columns); escape: "[" in paths
-    console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)

@@ -21,7 +21,8 @@ from biaslens.engine.progress import progress_reporter
 from biaslens.metrics import offensiveness_ranges, percent_offensive, template_offensiveness
 from biaslens.report.run_folder import RunFolder
 from biaslens.suites.common import out_dir, print_scorer_warnings
-from biaslens.suites.holistic_likelihood import RunResult, select_rows
+from biaslens.results import RunResult
+from biaslens.suites.holistic_likelihood import select_rows
 
 #: default sample when the user gives no --sample (alt-profanity-check does the full 473k too)
 DEFAULT_SAMPLE = 20_000
@@ -122,7 +123,8 @@ def run_holistic_offensiveness(config: RunConfig, *, backend=None, console=None)
         analysis, metrics = write_results(folder, rows, audit)
         _print_summary(console, metrics, analysis, folder.path)
         print_scorer_warnings(console, metrics)
-        return RunResult(out=folder.path, sentences=rows, metrics=metrics, analysis=analysis, stats=folder.record)
+        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": rows}, analysis=analysis, stats=folder.record,
+                         main_table="sentences")
 
 
 def analyse(rows: pd.DataFrame, audit: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -40,7 +40,7 @@ from biaslens.metrics.lmb import lmb_test, significance_stars
 from biaslens.models import Backend
 from biaslens.report.run_folder import RunFolder
 from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
-from biaslens.suites.holistic_likelihood import RunResult
+from biaslens.results import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,8 @@ def run_redditbias(config: RunConfig, *, backend: Backend | None = None, console
         with folder.timer("report"):
             folder.write_text("report.html", render(pairs=pairs, lmb=lmb, metrics=metrics, run_record=folder.record))
         _print_summary(console, lmb, metrics, folder.path)
-        return RunResult(out=folder.path, sentences=pairs, metrics=metrics, analysis=lmb, stats=folder.record)
+        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": pairs}, analysis=lmb, stats=folder.record,
+                         main_table="sentences")
 
 
 def rerender(run_dir: Path, record: dict[str, Any]) -> Path:

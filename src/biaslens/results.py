@@ -1,0 +1,109 @@
+"""The typed, versioned records every suite writes: one metric entry shape, one
+``metrics.json`` schema, one Python result.
+
+Each suite keeps its own detailed keys in ``metrics.json`` (the paper's numbers, per
+axis, per bias type ...); on top of them every suite writes the same uniform part, so
+a reader (the bias card, ``compare``, a dashboard) needs no per-suite code to find the
+headline number, its interval and whether lower is better.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: version of the uniform part of metrics.json (bump when a field changes meaning)
+METRICS_SCHEMA_VERSION = 2
+
+
+class MetricEntry(BaseModel):
+    """One number a suite reports, with what a reader needs to trust it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="metric name, e.g. 'likelihood_bias' or 'full_gen_bias'")
+    value: float | None = Field(description="the point estimate; null when it cannot be computed")
+    ci_low: float | None = Field(None, description="lower end of the interval (null: none)")
+    ci_high: float | None = Field(None, description="upper end of the interval (null: none)")
+    interval: str | None = Field(None, description="how the interval was made, e.g. 'BCa bootstrap over descriptors, 95%'")
+    higher_is_better: bool | None = Field(None, description="true/false; null when neither direction is better")
+    ideal: float | None = Field(None, description="the value of an unbiased model, where there is one")
+    n_used: int | None = Field(None, description="items the value rests on")
+    n_missing: int | None = Field(None, description="items dropped (missing scores, unmatched rows)")
+    description: str = ""
+
+    @field_validator("value", "ci_low", "ci_high", "ideal", mode="before")
+    @classmethod
+    def _finite_or_none(cls, v):
+        # NaN/inf have no JSON form: a number that cannot be computed is null
+        if v is None:
+            return None
+        v = float(v)
+        return v if math.isfinite(v) else None
+
+
+class MetricsRecord(BaseModel):
+    """The uniform part of every suite's ``metrics.json`` (suite keys ride along)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = METRICS_SCHEMA_VERSION
+    suite: str
+    model: str | None = None
+    entries: list[MetricEntry] = Field(default_factory=list, description="headline entry first")
+    verdict: str | None = Field(None, description="one sentence with its uncertainty, or null")
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def headline(self) -> MetricEntry | None:
+        return self.entries[0] if self.entries else None
+
+
+@dataclass
+class SuiteResult:
+    """What a suite's ``analyse`` returns: the metrics, the derived tables to write, and
+    the suite's own analysis object for its report and summary."""
+
+    metrics: dict[str, Any]
+    entries: list[MetricEntry] = field(default_factory=list)
+    tables: dict[str, Any] = field(default_factory=dict)
+    analysis: Any = None
+    verdict: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def metrics_json(self, suite: str, model: str | None) -> dict[str, Any]:
+        """metrics.json: the suite's keys, then the uniform part (validated)."""
+        uniform = MetricsRecord(suite=suite, model=model, entries=self.entries, verdict=self.verdict,
+                                warnings=list(self.metrics.get("warnings") or self.warnings))
+        return {**self.metrics, **uniform.model_dump(mode="json")}
+
+
+@dataclass
+class RunResult:
+    """What a finished run returns in Python (the same things are in the run folder).
+
+    ``tables`` holds every table the run wrote; a table is also reachable as an
+    attribute (``result.sentences``, ``result.continuations``), and ``sentences`` is the
+    suite's main per-item table.
+    """
+
+    out: Path
+    metrics: dict[str, Any]
+    tables: dict[str, Any] = field(default_factory=dict)
+    analysis: Any = None
+    stats: dict[str, Any] = field(default_factory=dict)
+    main_table: str | None = None
+
+    @property
+    def sentences(self):
+        return self.tables.get(self.main_table) if self.main_table else None
+
+    def __getattr__(self, name: str):
+        tables = self.__dict__.get("tables") or {}
+        if name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute or table {name!r}")

@@ -1,0 +1,237 @@
+"""The one runner: every suite runs, writes and re-renders through here.
+
+``run_suite(config)`` opens the run folder, gives the suite a :class:`RunContext`
+(model calls with cache and progress, timers, the run record), writes the tables the
+suite collected, then ``finish``: analyse, write the derived tables, ``metrics.json``
+and ``report.html``. ``rerender_run(dir)`` reads the stored tables back and runs the
+same ``finish`` with no model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from biaslens.config import ConfigError, RunConfig
+from biaslens.results import RunResult, SuiteResult
+from biaslens.suites.base import AnalysisContext, Suite
+
+if TYPE_CHECKING:
+    from biaslens.engine.calls import ModelCalls
+    from biaslens.engine.scoring import ScoringStats
+    from biaslens.models.base import Backend
+    from biaslens.report.run_folder import RunFolder
+
+
+def default_out(config: RunConfig) -> Path:
+    """``runs/<suite>-<model>-<time>`` when the user gave no --out."""
+    model = Path(config.model.name).name.replace("/", "_") or "model"
+    return Path("runs") / f"{config.suite}-{model}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def out_dir(config: RunConfig) -> Path:
+    return Path(config.out) if config.out else default_out(config)
+
+
+def model_record(backend: Backend) -> dict:
+    """The model identity as run.json records it."""
+    i = backend.info
+    record = {"backend": i.backend, "name": i.name, "kind": i.kind, "weights_hash": i.weights_hash,
+              "dtype": i.dtype, "start_token": i.start_token, **i.extra}
+    executor = getattr(backend, "executor", None)
+    if executor is not None:
+        record["executor"] = executor.describe()  # where the batches ran (ray cluster, workers)
+    return record
+
+
+def calls_record(stats: ScoringStats, calls: ModelCalls | None) -> dict[str, Any]:
+    """Model-call statistics as run.json records them (texts, cache hits, speed)."""
+    cache = calls.cache if calls is not None else None
+    return {
+        "n_sentences": stats.n_texts, "n_unique": stats.n_unique, "cache_hits": stats.cache_hits,
+        "computed": stats.computed, "batches": stats.batches, "seconds": round(stats.seconds, 3),
+        "sentences_per_second": None if math.isnan(stats.texts_per_second) else round(stats.texts_per_second, 2),
+        "corrupt_cache_records": stats.corrupt_records,
+        "cache": str(cache.path) if cache is not None else None,
+    }
+
+
+def open_model_calls(config: RunConfig, backend: Backend | None = None) -> ModelCalls:
+    """Backend (loaded from ``config.model`` unless given), call cache and batch size."""
+    from biaslens.engine.calls import ModelCalls
+    from biaslens.suites.common import backend_from_config, open_cache
+
+    backend = backend or backend_from_config(config)
+    return ModelCalls(backend, cache=open_cache(config), batch_size=config.model.batch_size)
+
+
+class RunContext:
+    """What a suite's ``collect`` gets from the runner."""
+
+    def __init__(self, suite: Suite, config: RunConfig, folder: RunFolder, console, backend: Backend | None = None):
+        self.suite = suite
+        self.config = config
+        self.folder = folder
+        self.console = console
+        self._backend = backend
+        self._calls: ModelCalls | None = None
+        self._opened: list[ModelCalls] = []
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """run.json's suite-specific part (written with the run's status)."""
+        return self.folder.record
+
+    @property
+    def out(self) -> Path:
+        return self.folder.path
+
+    def timer(self, name: str):
+        """Time a phase into run.json's ``timings``."""
+        return self.folder.timer(name)
+
+    def progress(self, description: str, total: int):
+        """A progress reporter (bar on a terminal, log lines otherwise, projected finish)."""
+        from biaslens.engine.progress import progress_reporter
+
+        return progress_reporter(self.console, description, total=total)
+
+    @property
+    def calls(self) -> ModelCalls:
+        """The run's model (``config.model``), loaded on first use; its identity goes into run.json."""
+        if self._calls is None:
+            with self.timer("model_load"):
+                self._calls = open_model_calls(self.config, self._backend)
+            self.record["model"] = model_record(self._calls.backend)
+        return self._calls
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._calls is not None
+
+    @contextlib.contextmanager
+    def other_model(self, config: RunConfig, backend: Backend | None = None):
+        """Another model for the length of a ``with`` block (several models side by side):
+        same cache policy, closed at the end."""
+        calls = open_model_calls(config, backend)
+        try:
+            yield calls
+        finally:
+            calls.close()
+            if backend is None:
+                calls.backend.close()
+
+    def record_calls(self, key: str = "scoring", stats: ScoringStats | None = None) -> None:
+        """Write the model-call statistics into run.json under ``key``."""
+        calls = self._calls
+        self.record[key] = calls_record(stats if stats is not None else calls.stats, calls)
+
+    def close(self) -> None:
+        if self._calls is not None:
+            self._calls.close()
+
+
+def _analysis_context(config: RunConfig, folder: RunFolder, console) -> AnalysisContext:
+    return AnalysisContext(config=config, record=folder.record, out=folder.path, console=console,
+                           timings=folder.timings)
+
+
+def finish(suite: Suite, folder: RunFolder, tables: dict[str, Any], actx: AnalysisContext) -> SuiteResult:
+    """Analyse the stored tables, write the derived tables, metrics.json and report.html
+    (a run and a re-render both end here)."""
+    with folder.timer("metrics"):
+        result = suite.analyse(tables, actx)
+    for name, table in result.tables.items():
+        folder.write_table(name, table)
+    folder.write_json("metrics.json", result.metrics_json(suite.name, actx.model_name))
+    with folder.timer("report"):
+        folder.write_text("report.html", suite.render(result, tables, actx))
+    return result
+
+
+def _print_footer(console, result: SuiteResult, out: Path) -> None:
+    """Scorer warnings and the report path, under every suite's summary."""
+    from rich.markup import escape
+
+    for card in result.metrics.get("scorer_cards") or []:
+        if card.get("warning"):
+            console.print(f"[bold red]warning:[/bold red] {escape(card['warning'])}")
+    # soft_wrap: never break the path across lines (CI logs are 80 columns); escape: "[" in paths
+    console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)
+
+
+def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
+    """Run one suite end to end and write its run folder."""
+    from rich.console import Console
+
+    from biaslens.report.run_folder import RunFolder
+    from biaslens.suites import get_suite
+
+    suite = get_suite(config.suite)
+    console = console or Console(stderr=True)
+    with RunFolder(out_dir(config), suite=suite.name, config=config.model_dump(mode="json")) as folder:
+        ctx = RunContext(suite, config, folder, console, backend)
+        try:
+            tables = suite.collect(ctx)
+        finally:
+            ctx.close()
+        missing = [n for n in _required(suite) if n not in tables]
+        if missing:  # a suite bug, not a user error: say which table
+            raise RuntimeError(f"suite {suite.name} collected no table {missing[0]!r}")
+        for name, table in tables.items():
+            folder.write_table(name, table)
+        actx = _analysis_context(config, folder, console)
+        result = finish(suite, folder, tables, actx)
+        suite.summary(result, actx)
+        _print_footer(console, result, folder.path)
+    return RunResult(out=folder.path, metrics=result.metrics_json(suite.name, actx.model_name),
+                     tables={**tables, **result.tables}, analysis=result.analysis, stats=folder.record,
+                     main_table=suite.main_table)
+
+
+def _required(suite: Suite) -> list[str]:
+    return [n for n in suite.stored_tables if not n.endswith("?")]
+
+
+def read_stored_table(run_dir: Path, name: str):
+    """``<name>.parquet`` of a run folder, or an error naming the missing file."""
+    import pandas as pd
+
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: re-rendering needs the tables the run wrote; "
+                                "re-run the suite to rebuild the folder")
+    return pd.read_parquet(path)
+
+
+def stored_config(run_dir: Path, record: dict) -> RunConfig:
+    """The RunConfig a finished run recorded in its run.json."""
+    return RunConfig.validated(record.get("config") or {}, source=f"{Path(run_dir) / 'run.json'} (config)")
+
+
+def rerender_run(run_dir: Path, record: dict[str, Any], suite: Suite, *, console=None) -> Path:
+    """metrics.json, the derived tables and report.html again from a finished run's
+    stored tables (no model calls). run.json is left as the run wrote it; ``record``
+    (all of run.json) is what analysis and report read."""
+    from biaslens.report.run_folder import RunFolder
+
+    run_dir = Path(run_dir)
+    tables = {}
+    for name in suite.stored_tables:
+        optional = name.endswith("?")
+        name = name.rstrip("?")
+        if optional and not (run_dir / f"{name}.parquet").is_file():
+            continue
+        tables[name] = read_stored_table(run_dir, name)
+    folder = RunFolder(run_dir, suite=str(record.get("suite")), config=record.get("config") or {})
+    folder.record = record
+    actx = AnalysisContext(config=stored_config(run_dir, record), record=record, out=run_dir, console=console,
+                           timings=folder.timings)
+    finish(suite, folder, tables, actx)
+    return run_dir / "report.html"
+
+
+__all__ = ["ConfigError", "RunContext", "run_suite", "rerender_run", "finish", "out_dir", "model_record"]
