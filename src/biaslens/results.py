@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -61,6 +61,28 @@ class MetricsRecord(BaseModel):
     @property
     def headline(self) -> MetricEntry | None:
         return self.entries[0] if self.entries else None
+
+
+class RunRecord(BaseModel):
+    """``run.json``: what ran, how it ended, on what. Suites add their own sections
+    (``model``, ``scoring``, ``generation`` ...), which ride along as extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format_version: int = Field(description="version of this record's layout")
+    biaslens_version: str
+    suite: str
+    status: Literal["running", "complete", "failed"] = Field(
+        description="'complete' only after every file of the run was written")
+    error: str | None = None
+    started: str
+    elapsed_seconds: float
+    config: dict[str, Any] = Field(default_factory=dict, description="the RunConfig, as JSON")
+    versions: dict[str, str] = Field(default_factory=dict, description="python and package versions")
+    platform: dict[str, Any] = Field(default_factory=dict, description="machine, CPU model and flags, cores, argv")
+    timings: dict[str, float] = Field(default_factory=dict, description="seconds per phase")
+    peak_rss_mb: float | None = None
+    files: list[str] = Field(default_factory=list, description="every file the run wrote")
 
 
 @dataclass
