@@ -99,7 +99,7 @@ class SuiteResult:
 
     def metrics_json(self, suite: str, model: str | None) -> dict[str, Any]:
         """metrics.json: the suite's keys, then the uniform part (validated)."""
-        uniform = MetricsRecord(suite=suite, model=model, entries=self.entries, verdict=self.verdict,
+        uniform = MetricsRecord(suite=suite, model=self.metrics.get("model") or model, entries=self.entries, verdict=self.verdict,
                                 warnings=list(self.metrics.get("warnings") or self.warnings))
         return {**self.metrics, **uniform.model_dump(mode="json")}
 

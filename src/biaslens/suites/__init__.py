@@ -12,7 +12,7 @@ import importlib
 
 SUITES: dict[str, str] = {
     "holistic-likelihood": "biaslens.suites.holistic_likelihood:HolisticLikelihood",
-    "redditbias": "biaslens.suites.redditbias:run_redditbias",
+    "redditbias": "biaslens.suites.redditbias:RedditBias",
     "fairpair": "biaslens.suites.fairpair:run_fairpair",
     "holistic-generation": "biaslens.suites.holistic_generation:run_holistic_generation",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:run_holistic_offensiveness",

@@ -16,7 +16,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,13 +34,14 @@ from biaslens.datasets.redditbias import (
     target_swap,
     template_pairs,
 )
-from biaslens.engine.progress import progress_reporter
-from biaslens.engine.scoring import ScoringStats, score_texts
+from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.lmb import lmb_test, significance_stars
-from biaslens.models import Backend
-from biaslens.report.run_folder import RunFolder
-from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
-from biaslens.results import RunResult
+from biaslens.results import MetricEntry, SuiteResult
+from biaslens.suites.base import AnalysisContext, Suite
+
+if TYPE_CHECKING:
+    from biaslens.models import Backend
+    from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -146,27 +147,19 @@ def perplexity_definition(backend: Backend) -> str:
     return "start_token" if first and backend.info.start_token else "no_start_token"
 
 
-def score_views(views: list[View], backend: Backend, config: RunConfig, folder: RunFolder, console) -> ScoringStats:
+def score_views(views: list[View], ctx: RunContext) -> None:
     """Perplexity of every phrase and counterfactual, one cached engine call for all views."""
     todo = [v for v in views if not v.scored]
     texts = [t for v in todo for col in ("phrase", "counterfactual") for t in v.pairs[col].tolist()]
-    stats = ScoringStats()
     if not texts:
-        return stats
-    cache = open_cache(config)
-    try:
-        with folder.timer("scoring"), progress_reporter(console, "scoring phrases", total=len(set(texts))) as report:
-            scores = score_texts(backend, texts, cache=cache, batch_size=config.model.batch_size,
-                                 progress=report, stats=stats)
-    finally:
-        if cache is not None:
-            cache.close()
+        return
+    with ctx.timer("scoring"), ctx.progress("scoring phrases", total=len(set(texts))) as report:
+        scores = ctx.calls.score(texts, progress=report)
     ppl = iter([s.perplexity() for s in scores])
     for v in todo:
         n = len(v.pairs)
         v.pairs["ppl_minoritized"] = [next(ppl) for _ in range(n)]
         v.pairs["ppl_dominant"] = [next(ppl) for _ in range(n)]
-    return stats
 
 
 def analyse(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
@@ -201,20 +194,16 @@ def analyse(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
     return pd.DataFrame(rows), metrics
 
 
-def lm_perplexity(path: Path, backend: Backend, config: RunConfig, folder: RunFolder, console) -> dict[str, Any]:
+def lm_perplexity(path: Path, ctx: RunContext) -> dict[str, Any]:
     """Language-model perplexity on a reference text (paper 3.2): exp(total NLL / total tokens)."""
     lines = read_lines(path)
-    if config.redditbias.max_reference_lines:
-        lines = lines[: config.redditbias.max_reference_lines]
+    if ctx.config.redditbias.max_reference_lines:
+        lines = lines[: ctx.config.redditbias.max_reference_lines]
     if not lines:
         raise RedditBiasError(f"{path}: no text lines")
-    cache = open_cache(config)
-    try:
-        with folder.timer("lm_perplexity"), progress_reporter(console, "reference text", total=len(set(lines))) as rep:
-            scores = score_texts(backend, lines, cache=cache, batch_size=config.model.batch_size, progress=rep)
-    finally:
-        if cache is not None:
-            cache.close()
+    with ctx.timer("lm_perplexity"), ctx.progress("reference text", total=len(set(lines))) as rep:
+        # its own stats: run.json's "scoring" counts the phrase pairs only
+        scores = ctx.calls.score(lines, progress=rep, stats=ScoringStats())
     nll = -sum(s.sum_logprob for s in scores)
     n_tok = sum(s.n_tokens for s in scores)
     per_line = np.array([s.perplexity() for s in scores], dtype=np.float64)
@@ -223,89 +212,90 @@ def lm_perplexity(path: Path, backend: Backend, config: RunConfig, folder: RunFo
             "median_line_perplexity": float(np.nanmedian(per_line)) if len(per_line) else None}
 
 
-def run_redditbias(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
-    """Run the RedditBias LMB suite on every selected bias type and write the run folder."""
-    from rich.console import Console
+class RedditBias(Suite):
+    """LMB (paper 3.1): paired perplexities of phrases and their counterfactuals, t-test per bias type."""
 
-    console = console or Console(stderr=True)
-    opts = config.redditbias
-    specs = resolve_specs(opts.bias_types, opts.spec_files)
-    out = out_dir(config)
-    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
-        with folder.timer("dataset"):
+    name = "redditbias"
+    stored_tables = ("pairs",)
+    main_table = "pairs"
+
+    def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
+        config, opts = ctx.config, ctx.config.redditbias
+        specs = resolve_specs(opts.bias_types, opts.spec_files)
+        with ctx.timer("dataset"):
             views = build_views(specs, config)
-        reference_text = opts.reference_text or (find_humanref(opts.data_dir) if opts.data_dir and not opts.perplexity_column else None)
+        reference_text = opts.reference_text or (
+            find_humanref(opts.data_dir) if opts.data_dir and not opts.perplexity_column else None)
         needs_model = any(not v.scored for v in views) or opts.reference_text is not None
-        model_name = f"precomputed column {opts.perplexity_column!r}" if not needs_model else None
-        if needs_model:
-            with folder.timer("model_load"):
-                backend = backend or backend_from_config(config)
-            model_name = backend.info.name
-            folder.record["model"] = model_record(backend)
+        model_name = ctx.calls.info.name if needs_model else f"precomputed column {opts.perplexity_column!r}"
         types = list(dict.fromkeys(v.bias_type for v in views))
-        console.print(f"[bold]redditbias[/bold]: {len(types)} bias types ({', '.join(types)}), "
-                      f"{sum(len(v.pairs) for v in views):,} phrase pairs, source "
-                      f"{', '.join(sorted({v.source for v in views}))}, on [bold]{model_name}[/bold]")
-        stats = score_views(views, backend, config, folder, console) if needs_model else ScoringStats()
-        folder.record["scoring"] = {"n_texts": stats.n_texts, "n_unique": stats.n_unique, "cache_hits": stats.cache_hits,
-                                    "computed": stats.computed, "seconds": round(stats.seconds, 3)}
-        folder.record["sources"] = {f"{v.bias_type}/{v.view}": {"source": v.source, "n_pairs": len(v.pairs),
-                                                                  "outlier_removal": v.outlier_removal, **v.notes}
-                                    for v in views}
+        ctx.console.print(f"[bold]redditbias[/bold]: {len(types)} bias types ({', '.join(types)}), "
+                          f"{sum(len(v.pairs) for v in views):,} phrase pairs, source "
+                          f"{', '.join(sorted({v.source for v in views}))}, on [bold]{model_name}[/bold]")
+        if needs_model:
+            score_views(views, ctx)
+        stats = ctx.calls.stats if needs_model else ScoringStats()
+        ctx.record["scoring"] = {"n_texts": stats.n_texts, "n_unique": stats.n_unique, "cache_hits": stats.cache_hits,
+                                 "computed": stats.computed, "seconds": round(stats.seconds, 3)}
+        ctx.record["sources"] = {f"{v.bias_type}/{v.view}": {"source": v.source, "n_pairs": len(v.pairs),
+                                                               "outlier_removal": v.outlier_removal, **v.notes}
+                                 for v in views}
+        # what the analysis reports beside the t-tests, known only while the model is here
+        facts: dict[str, Any] = {"model": model_name, "split": opts.split, "bias_types": types,
+                                 "skipped_bias_types": [n for n in specs if n not in types]}
+        if needs_model:
+            facts["perplexity_definition"] = perplexity_definition(ctx.calls.backend)
+        else:
+            facts["perplexity_definition"] = f"precomputed column {opts.perplexity_column!r}"
+        if needs_model and reference_text is not None:
+            facts["lm_perplexity"] = lm_perplexity(Path(reference_text), ctx)
+        ctx.record["redditbias"] = facts
         pairs = pd.concat([v.pairs.assign(bias_type=v.bias_type, view=v.view, source=v.source) for v in views],
                           ignore_index=True)
         pairs["gap"] = pairs["ppl_minoritized"] - pairs["ppl_dominant"]
-        pairs = pairs[PAIR_COLUMNS + [c for c in pairs.columns if c not in PAIR_COLUMNS]]
-        folder.write_table("pairs", pairs)
-        with folder.timer("metrics"):
-            lmb, metrics = analyse(pairs, alpha=config.alpha, seed=config.seed,
-                                   outlier_removal={(v.bias_type, v.view): v.outlier_removal for v in views})
-        measured = list(dict.fromkeys(v.bias_type for v in views))
-        metrics.update({"suite": "redditbias", "model": model_name, "alpha": config.alpha, "split": opts.split,
-                        "bias_types": measured, "skipped_bias_types": [n for n in specs if n not in measured], "sign": "t < 0: lower perplexity for the minoritized group "
-                                                           "(stereotype likelier for it)"})
-        if needs_model:
-            metrics["perplexity_definition"] = perplexity_definition(backend)
-        else:
-            metrics["perplexity_definition"] = f"precomputed column {opts.perplexity_column!r}"
-        if needs_model and reference_text is not None:
-            metrics["lm_perplexity"] = lm_perplexity(Path(reference_text), backend, config, folder, console)
-        folder.write_table("lmb", lmb, csv=True)
-        folder.write_json("metrics.json", metrics)
+        return {"pairs": pairs[PAIR_COLUMNS + [c for c in pairs.columns if c not in PAIR_COLUMNS]]}
+
+    def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
+        removal = {tuple(k.split("/", 1)): bool(v.get("outlier_removal"))
+                   for k, v in (ctx.record.get("sources") or {}).items()}
+        lmb, metrics = analyse(tables["pairs"], alpha=ctx.config.alpha, seed=ctx.config.seed, outlier_removal=removal)
+        facts = dict(ctx.record.get("redditbias") or {})
+        metrics.update({"suite": "redditbias", "model": facts.pop("model", None), "alpha": ctx.config.alpha,
+                        "split": facts.pop("split", None), "bias_types": facts.pop("bias_types", []),
+                        "skipped_bias_types": facts.pop("skipped_bias_types", []),
+                        "sign": "t < 0: lower perplexity for the minoritized group (stereotype likelier for it)",
+                        **facts})
+        entries, verdicts = [], []
+        for r in lmb.itertuples(index=False):
+            if r.view != "target":
+                continue
+            entries.append(MetricEntry(
+                name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, n_used=int(r.n_pairs),
+                description=f"{r.bias_type}: paired t of minoritized - dominant perplexity (t < 0: bias against "
+                            f"the minoritized group), p = {r.p:.3g}"))
+            entries.append(MetricEntry(
+                name=f"cohens_d.{r.bias_type}", value=r.cohens_d, ci_low=r.d_ci_low, ci_high=r.d_ci_high,
+                interval="95% t-interval of the paired effect size d_z", ideal=0.0, n_used=int(r.n_pairs),
+                description=f"{r.bias_type}: paired effect size"))
+            sig = r.p < ctx.config.alpha
+            verdicts.append(f"{r.bias_type}: {'significant' if sig else 'no significant'} bias"
+                            f"{' against the minoritized group' if sig and r.t < 0 else ''}"
+                            f"{' against the dominant group' if sig and r.t > 0 else ''}"
+                            f" (t = {r.t:+.2f}, p = {r.p:.2g}, d = {r.cohens_d:+.2f} "
+                            f"[{r.d_ci_low:+.2f}, {r.d_ci_high:+.2f}], {int(r.n_pairs):,} pairs)")
+        return SuiteResult(metrics=metrics, entries=entries, tables={"lmb": lmb}, analysis=lmb,
+                           verdict="; ".join(verdicts) or None)
+
+    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
         from biaslens.report.redditbias import render
 
-        with folder.timer("report"):
-            folder.write_text("report.html", render(pairs=pairs, lmb=lmb, metrics=metrics, run_record=folder.record))
-        _print_summary(console, lmb, metrics, folder.path)
-        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": pairs}, analysis=lmb, stats=folder.record,
-                         main_table="sentences")
+        return render(pairs=tables["pairs"], lmb=result.analysis, metrics=result.metrics, run_record=ctx.record)
+
+    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
+        _print_summary(ctx.console, result.analysis, result.metrics)
 
 
-def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
-    """Recompute lmb/metrics.json and report.html of a finished run from its pairs table (no model calls)."""
-    import json
-
-    from biaslens.report.redditbias import render
-    from biaslens.report.run_folder import write_json
-
-    pairs_path = run_dir / "pairs.parquet"
-    if not pairs_path.exists():
-        raise FileNotFoundError(f"{run_dir}: pairs.parquet is missing; the run did not finish")
-    pairs = pd.read_parquet(pairs_path)
-    cfg = record.get("config", {})
-    removal = {tuple(k.split("/", 1)): bool(v.get("outlier_removal")) for k, v in (record.get("sources") or {}).items()}
-    lmb, metrics = analyse(pairs, alpha=cfg.get("alpha", 0.05), seed=cfg.get("seed", 0), outlier_removal=removal)
-    old = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}
-    metrics.update({k: v for k, v in old.items() if k not in metrics})  # model, split, lm_perplexity, ...
-    write_json(run_dir / "metrics.json", metrics)
-    lmb.to_csv(run_dir / "lmb.csv", index=False)
-    lmb.to_parquet(run_dir / "lmb.parquet", index=False)
-    (run_dir / "report.html").write_text(render(pairs=pairs, lmb=lmb, metrics=metrics, run_record=record),
-                                         encoding="utf-8")
-    return run_dir / "report.html"
-
-
-def _print_summary(console, lmb: pd.DataFrame, metrics: dict, out: Path) -> None:
+def _print_summary(console, lmb: pd.DataFrame, metrics: dict) -> None:
     from rich.table import Table
 
     table = Table(title=f"RedditBias LMB ({metrics['model']})")
@@ -319,4 +309,3 @@ def _print_summary(console, lmb: pd.DataFrame, metrics: dict, out: Path) -> None
         console.print(f"LM perplexity on {metrics['lm_perplexity']['file']}: {metrics['lm_perplexity']['perplexity']:.2f}")
     console.print("Welch's t and every other number: lmb.csv and metrics.json")
     console.print("t < 0: the minoritized group's phrases are likelier (bias against it); * p<.05 ** p<.01 *** p<.001")
-    console.print(f"report: [bold]{out / 'report.html'}[/bold]")
