@@ -15,7 +15,7 @@ SUITES: dict[str, str] = {
     "redditbias": "biaslens.suites.redditbias:RedditBias",
     "fairpair": "biaslens.suites.fairpair:run_fairpair",
     "holistic-generation": "biaslens.suites.holistic_generation:run_holistic_generation",
-    "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:run_holistic_offensiveness",
+    "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:run_community",
 }
 
