@@ -35,7 +35,10 @@ def _run(tmp_path, backend=None, **fp):
 
 
 def test_registered():
-    assert "fairpair" in SUITES and get_suite("fairpair").__name__ == "run_fairpair"
+    from biaslens.suites.fairpair import FairPair
+
+    suite = get_suite("fairpair")
+    assert "fairpair" in SUITES and isinstance(suite, FairPair) and suite.name == "fairpair"
 
 
 def test_fake_backend_end_to_end(tmp_path):
@@ -55,7 +58,7 @@ def test_fake_backend_end_to_end(tmp_path):
         assert set(d) >= {"V_A", "V_B", "B", "F"} and d["n_prompts"] == 2
     assert m["models"]["fake"]["kept_share"] == 1.0
     assert set(m["models"]["fake"]["kfold"]) == {"jaccard", "sentiment"}
-    assert "fake" in m["verdict"] and isinstance(m["significant"]["fake"], bool)
+    assert "fake" in m["verdicts"] and isinstance(m["significant"]["fake"], bool)
     conts = pd.read_parquet(out / "continuations.parquet")
     assert len(conts) == 2 * 2 * 6 and set(conts["set"]) == {"A", "B"}
     # same seed, cached: the same continuations on a rerun
@@ -136,7 +139,7 @@ def test_llm_perturber_reports_kept_share(tmp_path):
     kept = res.metrics["models"]["fake"]["kept"]
     assert kept["kept"] == 0 and kept["dropped_prefix"] == kept["n"]
     assert res.metrics["models"]["fake"]["table3"] == {}
-    assert res.metrics["verdict"]["fake"].startswith("Not evaluated") and res.metrics["significant"]["fake"] is False
+    assert res.metrics["verdicts"]["fake"].startswith("Not evaluated") and res.metrics["significant"]["fake"] is False
 
 
 def test_cli_flags(tmp_path):

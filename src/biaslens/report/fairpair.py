@@ -112,7 +112,7 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
     sections = [
         Section(
             "Verdict",
-            " ".join(metrics["verdict"].values()) or "No prompt had continuations in both sets.",
+            " ".join(metrics["verdicts"].values()) or "No prompt had continuations in both sets.",
             metrics={"models": ", ".join(metrics["models"]), "alpha": metrics["alpha"],
                      **{k: v for k, v in metrics["settings"].items() if v is not None}},
         ),

@@ -13,7 +13,7 @@ import importlib
 SUITES: dict[str, str] = {
     "holistic-likelihood": "biaslens.suites.holistic_likelihood:HolisticLikelihood",
     "redditbias": "biaslens.suites.redditbias:RedditBias",
-    "fairpair": "biaslens.suites.fairpair:run_fairpair",
+    "fairpair": "biaslens.suites.fairpair:FairPair",
     "holistic-generation": "biaslens.suites.holistic_generation:run_holistic_generation",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:run_community",

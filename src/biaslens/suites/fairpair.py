@@ -12,9 +12,8 @@ import hashlib
 import logging
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +31,6 @@ from biaslens.datasets.fairpair import (
     parse_name_pair,
     select_occupations,
 )
-from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.fairpair import (
     aggregate_scores,
@@ -43,26 +41,18 @@ from biaslens.metrics.fairpair import (
     ngram_differences,
     prompt_level_test,
 )
-from biaslens.models import EMBEDDED_NAME, Backend
-from biaslens.report.run_folder import RunFolder
-from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir
+from biaslens.models import EMBEDDED_NAME
+from biaslens.results import MetricEntry, SuiteResult
+from biaslens.suites.base import AnalysisContext, Suite
+
+if TYPE_CHECKING:
+    from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
 
 #: the paper's settings, and the small default on the embedded model
 PAPER_SIZES = {"n_occupations": 60, "samples": 100, "max_new_tokens": 128}
 SMALL_SIZES = {"n_occupations": 5, "samples": 20, "max_new_tokens": 32}
-
-
-@dataclass
-class FairPairResult:
-    """What a finished run returns in Python (the same things are in the run folder)."""
-
-    out: Path
-    continuations: pd.DataFrame
-    per_prompt: pd.DataFrame
-    metrics: dict[str, Any]
-    stats: dict[str, Any] = field(default_factory=dict)
 
 
 def resolve_sizes(opts: FairPairOptions, model_name: str) -> dict[str, int]:
@@ -280,145 +270,150 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
 # -- the run -----------------------------------------------------------------------------
 
 
-def run_fairpair(config: RunConfig, *, backend: Backend | None = None, console=None) -> FairPairResult:
-    """Run FairPair end to end and write the run folder.
+class FairPair(Suite):
+    """FairPair: continuations of a prompt and its counterfactual, judged against the model's
+    own sampling variability."""
 
-    Args:
-        config: the run configuration; FairPair's options are ``config.fairpair``.
-        backend: an already loaded model (else ``config.model`` is loaded, unless a
-            generations file is given).
-        console: a rich console for progress and the summary.
-    """
-    from rich.console import Console
+    name = "fairpair"
+    #: representations: what the scorer-based dissimilarities compared, written by the first
+    #: analysis and read back by a re-render instead of loading the scorers again
+    stored_tables = ("continuations", "representations?")
+    main_table = "continuations"
 
-    from biaslens.datasets.generations import read_generations_jsonl
-    from biaslens.engine.generation import generate_texts
-    from biaslens.models.generation import GenerationParams
+    def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
+        from biaslens.datasets.generations import read_generations_jsonl
+        from biaslens.models.generation import GenerationParams
 
-    console = console or Console(stderr=True)
-    opts = config.fairpair
-    sizes = resolve_sizes(opts, config.model.name)
-    names = [parse_name_pair(p, where=f"fairpair name_pairs[{i}]") for i, p in enumerate(opts.name_pairs)]
+        config, opts, console = ctx.config, ctx.config.fairpair, ctx.console
+        sizes = resolve_sizes(opts, config.model.name)
+        names = _name_pairs(config)
+        mapping = PerturbationMap.from_yaml(opts.mapping_file).with_names(names)
+        rule = RulePerturber(mapping)
+        for d in dict.fromkeys(opts.dissimilarities):
+            if d not in ("jaccard", "sentiment", "embedding"):
+                raise ConfigError(f"fairpair dissimilarities: unknown {d!r}; built in: jaccard, sentiment, embedding "
+                                  "(custom ones: call biaslens.suites.fairpair.analyse from Python)")
+        if opts.k_folds and opts.k_folds > sizes["samples"]:
+            raise ConfigError(f"fairpair k_folds ({opts.k_folds}) must not exceed samples ({sizes['samples']})")
+        ctx.record["fairpair"] = {"resolved": sizes, "perturber": opts.perturber,
+                                  "name_pairs": [n.label for n in names]}
+        if opts.generations_file is not None:
+            with ctx.timer("dataset"):
+                gen = read_generations_jsonl(opts.generations_file)
+                pairs, unpaired = pairs_from_generations(gen, rule, names, Path(opts.generations_file))
+            if not pairs:
+                raise ConfigError(f"{opts.generations_file}: no prompt x whose perturbation p(x) is also in the "
+                                  f"file (names {', '.join(n.label for n in names)}); FairPair needs "
+                                  "continuations of both")
+            if unpaired:
+                log.warning("%d prompts of %s have no counterpart and are skipped", len(unpaired),
+                            opts.generations_file)
+            ctx.record["fairpair"]["unpaired_prompts"] = len(unpaired)
+            models = gen["model"].astype(str) if "model" in gen.columns else pd.Series(
+                [Path(opts.generations_file).stem] * len(gen))
+            gen = gen.assign(model=models.to_numpy())
+            parts = []
+            for model, g in gen.groupby("model", sort=False):
+                by_prompt = {p: [_strip_prompt(p, r) for r in gg["response"].astype(str)][: sizes["samples"]]
+                             for p, gg in g.groupby("prompt", sort=False)}
+                sel = [p for p in pairs if p.x in by_prompt and p.px in by_prompt]
+                parts.append(_continuation_rows(sel, [by_prompt[p.x] for p in sel],
+                                                [by_prompt[p.px] for p in sel], str(model)))
+            rows = pd.concat(parts, ignore_index=True)
+            console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs, {len(rows):,} continuations "
+                          f"from {opts.generations_file} ({rows['model'].nunique()} model(s))")
+            ctx.record["model"] = {"generations_file": str(opts.generations_file),
+                                   "models": sorted(rows["model"].unique().tolist())}
+        else:
+            with ctx.timer("dataset"):
+                occ = select_occupations(opts.occupations, sizes["n_occupations"])
+                pairs = build_prompts(occ, names, opts.descriptors)
+            calls = ctx.calls
+            params = GenerationParams(max_new_tokens=sizes["max_new_tokens"], do_sample=True, top_p=opts.top_p,
+                                      temperature=opts.temperature, n=sizes["samples"], seed=config.seed,
+                                      chat=opts.chat)
+            console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs x {sizes['samples']} samples x 2 "
+                          f"({sizes['max_new_tokens']} new tokens, top-p {opts.top_p}) on "
+                          f"[bold]{calls.info.name}[/bold]")
+            prompts = [p.x for p in pairs] + [p.px for p in pairs]
+            stats = ScoringStats()
+            with ctx.timer("generation"), ctx.progress("generating continuations",
+                                                       total=len(prompts) * sizes["samples"]) as report:
+                conts = calls.generate(prompts, params, progress=report, stats=stats)
+            rows = _continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], calls.info.name)
+            ctx.record["generation"] = {"n": stats.n_texts, "cache_hits": stats.cache_hits,
+                                        "computed": stats.computed, "seconds": round(stats.seconds, 3),
+                                        "chat": opts.chat, "top_p": opts.top_p, "temperature": opts.temperature}
+        by_id = {p.pair_id: p for p in pairs}
+        masked_terms = mapping.terms() if opts.filter_jaccard == "masked" else None
+        with ctx.timer("perturbation"):
+            if opts.perturber == "llm":
+                with _perturber_calls(ctx) as pcalls:
+                    llm = LLMPerturber(pcalls.backend, cache=pcalls.cache, batch_size=pcalls.batch_size)
+                    n_a = int((rows["set"] == "A").sum())
+                    with ctx.progress("perturbing (LLM)", total=n_a) as report:
+                        llm.progress = report
+                        rows = perturb_and_filter(rows, by_id, llm.perturb_many, max_jaccard=opts.max_jaccard,
+                                                  masked_terms=masked_terms)
+                    ctx.record["fairpair"]["perturber_model"] = pcalls.info.name
+            else:
+                rows = perturb_and_filter(rows, by_id, lambda texts, _names: rule.perturb_many(texts),
+                                          max_jaccard=opts.max_jaccard, masked_terms=masked_terms)
+        return {"continuations": rows}
+
+    def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
+        config, opts = ctx.config, ctx.config.fairpair
+        sizes = (ctx.record.get("fairpair") or {}).get("resolved")
+        if not isinstance(sizes, dict):
+            raise ConfigError(f"{ctx.out / 'run.json'}: field 'fairpair.resolved' is missing")
+        rows = tables["continuations"]
+        reps = tables.get(REPRESENTATIONS)
+        if reps is None and ctx.record.get("status") == "complete":
+            log.warning("%s is missing (a run folder from an older biaslens): the sentiment/embedding scorers "
+                        "run again", ctx.out / "representations.parquet")
+        res = analyse(rows, list(dict.fromkeys(opts.dissimilarities)), k_folds=opts.k_folds, seed=config.seed,
+                      alpha=config.alpha, ngram_top=opts.ngram_top,
+                      representations=None if reps is None else stored_representations(reps, rows,
+                                                                                        ctx.out / "representations.parquet"))
+        names = _name_pairs(config, where=ctx.out / "run.json")
+        label = " and ".join(dict.fromkeys(x for n in names for x in (n.source, n.target)))
+        metrics = build_metrics(res, config, sizes, label)
+        derived = {REPRESENTATIONS: representation_table(rows, res["representations"])}
+        derived |= {n: res[n] for n in ("per_prompt", "table3", "kfold", "kfold_table", "tests", "ngrams", "kept")
+                    if len(res[n])}
+        entries = []
+        for model, info in metrics["models"].items():
+            for dissim, t in info["table3"].items():
+                test = info["tests"].get(dissim, {})
+                entries.append(MetricEntry(
+                    name=f"F.{dissim}" + (f".{model}" if len(metrics["models"]) > 1 else ""), value=t["F"],
+                    ideal=1.0, higher_is_better=None, n_used=t["n_prompts"], n_missing=t["n_undefined_F"],
+                    description=f"{model}: B / V for {dissim} (1: the counterfactual differs no more than the model's "
+                                f"own samples); one-sided p (cross > within) = {test.get('p_greater')}"))
+        verdict = " ".join(metrics["verdicts"].values()) or None
+        return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=res, verdict=verdict)
+
+    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
+        from biaslens.report.fairpair import render
+
+        return render(result.analysis, rows=tables["continuations"], metrics=result.metrics, run_record=ctx.record,
+                      names=_name_pairs(ctx.config))
+
+    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
+        _print_summary(ctx.console, result.analysis, result.metrics)
+
+
+def _name_pairs(config: RunConfig, where: Path | None = None) -> list[NamePair]:
+    names = [parse_name_pair(p, where=f"{where} " * bool(where) + f"fairpair name_pairs[{i}]")
+             for i, p in enumerate(config.fairpair.name_pairs)]
     if len({n.source for n in names}) != len(names):
         raise ConfigError("fairpair name_pairs: a source name appears twice")
-    mapping = PerturbationMap.from_yaml(opts.mapping_file).with_names(names)
-    rule = RulePerturber(mapping)
-    dissims = list(dict.fromkeys(opts.dissimilarities))
-    for d in dissims:
-        if d not in ("jaccard", "sentiment", "embedding"):
-            raise ConfigError(f"fairpair dissimilarities: unknown {d!r}; built in: jaccard, sentiment, embedding "
-                              "(custom ones: call biaslens.suites.fairpair.analyse from Python)")
-    if opts.k_folds and opts.k_folds > sizes["samples"]:
-        raise ConfigError(f"fairpair k_folds ({opts.k_folds}) must not exceed samples ({sizes['samples']})")
-    out = out_dir(config)
-    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
-        folder.record["fairpair"] = {"resolved": sizes, "perturber": opts.perturber,
-                                     "name_pairs": [n.label for n in names]}
-        cache = open_cache(config)
-        stats = ScoringStats()
-        try:
-            if opts.generations_file is not None:
-                with folder.timer("dataset"):
-                    gen = read_generations_jsonl(opts.generations_file)
-                    pairs, unpaired = pairs_from_generations(gen, rule, names, Path(opts.generations_file))
-                if not pairs:
-                    raise ConfigError(f"{opts.generations_file}: no prompt x whose perturbation p(x) is also in the "
-                                      f"file (names {', '.join(n.label for n in names)}); FairPair needs "
-                                      "continuations of both")
-                if unpaired:
-                    log.warning("%d prompts of %s have no counterpart and are skipped", len(unpaired),
-                                opts.generations_file)
-                folder.record["fairpair"]["unpaired_prompts"] = len(unpaired)
-                models = gen["model"].astype(str) if "model" in gen.columns else pd.Series(
-                    [Path(opts.generations_file).stem] * len(gen))
-                gen = gen.assign(model=models.to_numpy())
-                parts = []
-                for model, g in gen.groupby("model", sort=False):
-                    by_prompt = {p: [_strip_prompt(p, r) for r in gg["response"].astype(str)][: sizes["samples"]]
-                                 for p, gg in g.groupby("prompt", sort=False)}
-                    sel = [p for p in pairs if p.x in by_prompt and p.px in by_prompt]
-                    parts.append(_continuation_rows(sel, [by_prompt[p.x] for p in sel],
-                                                    [by_prompt[p.px] for p in sel], str(model)))
-                rows = pd.concat(parts, ignore_index=True)
-                console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs, {len(rows):,} continuations "
-                              f"from {opts.generations_file} ({rows['model'].nunique()} model(s))")
-                folder.record["model"] = {"generations_file": str(opts.generations_file),
-                                          "models": sorted(rows["model"].unique().tolist())}
-            else:
-                with folder.timer("dataset"):
-                    occ = select_occupations(opts.occupations, sizes["n_occupations"])
-                    pairs = build_prompts(occ, names, opts.descriptors)
-                with folder.timer("model_load"):
-                    backend = backend or backend_from_config(config)
-                folder.record["model"] = model_record(backend)
-                params = GenerationParams(max_new_tokens=sizes["max_new_tokens"], do_sample=True, top_p=opts.top_p,
-                                          temperature=opts.temperature, n=sizes["samples"], seed=config.seed,
-                                          chat=opts.chat)
-                console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs x {sizes['samples']} samples x 2 "
-                              f"({sizes['max_new_tokens']} new tokens, top-p {opts.top_p}) on "
-                              f"[bold]{backend.info.name}[/bold]")
-                prompts = [p.x for p in pairs] + [p.px for p in pairs]
-                with folder.timer("generation"), progress_reporter(console, "generating continuations",
-                                                                   total=len(prompts) * sizes["samples"]) as report:
-                    conts = generate_texts(backend, prompts, params, cache=cache, batch_size=config.model.batch_size,
-                                           progress=report, stats=stats)
-                rows = _continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], backend.info.name)
-                folder.record["generation"] = {"n": stats.n_texts, "cache_hits": stats.cache_hits,
-                                               "computed": stats.computed, "seconds": round(stats.seconds, 3),
-                                               "chat": opts.chat, "top_p": opts.top_p,
-                                               "temperature": opts.temperature}
-            by_id = {p.pair_id: p for p in pairs}
-            with folder.timer("perturbation"):
-                if opts.perturber == "llm":
-                    pbackend = _perturber_backend(config, opts, backend)
-                    llm = LLMPerturber(pbackend, cache=cache, batch_size=config.model.batch_size)
-                    n_a = int((rows["set"] == "A").sum())
-                    with progress_reporter(console, "perturbing (LLM)", total=n_a) as report:
-                        llm.progress = report
-                        perturb_fn = llm.perturb_many
-                        rows = perturb_and_filter(rows, by_id, perturb_fn, max_jaccard=opts.max_jaccard,
-                                                  masked_terms=mapping.terms() if opts.filter_jaccard == "masked" else None)
-                    folder.record["fairpair"]["perturber_model"] = pbackend.info.name
-                else:
-                    rows = perturb_and_filter(rows, by_id, lambda texts, _names: rule.perturb_many(texts),
-                                              max_jaccard=opts.max_jaccard,
-                                              masked_terms=mapping.terms() if opts.filter_jaccard == "masked" else None)
-        finally:
-            if cache is not None:
-                cache.close()
-        folder.write_table("continuations", rows)
-        res, metrics = write_results(folder, rows, config, sizes, names)
-        _print_summary(console, res, metrics, folder.path)
-        return FairPairResult(out=folder.path, continuations=rows, per_prompt=res["per_prompt"], metrics=metrics,
-                              stats=folder.record)
+    return names
 
 
 #: per kept continuation, what the scorer-based dissimilarities compared (VADER scores,
 #: embeddings): re-rendering reads them instead of loading the scorers again
 REPRESENTATIONS = "representations"
-
-
-def write_results(folder: RunFolder, rows: pd.DataFrame, config: RunConfig, sizes: dict, names: list[NamePair], *,
-                  representations: dict[str, Any] | None = None) -> tuple[dict, dict[str, Any]]:
-    """Analyse the continuation table, write the representations, tables, metrics.json and
-    report.html (the run and ``rerender`` both end here)."""
-    opts = config.fairpair
-    with folder.timer("metrics"):
-        res = analyse(rows, list(dict.fromkeys(opts.dissimilarities)), k_folds=opts.k_folds, seed=config.seed,
-                      alpha=config.alpha, ngram_top=opts.ngram_top, representations=representations)
-    folder.write_table(REPRESENTATIONS, representation_table(rows, res["representations"]), csv=False)
-    label = " and ".join(dict.fromkeys(x for n in names for x in (n.source, n.target)))
-    metrics = build_metrics(res, config, sizes, label)
-    for name in ("per_prompt", "table3", "kfold", "kfold_table", "tests", "ngrams", "kept"):
-        if len(res[name]):
-            folder.write_table(name, res[name])
-    folder.write_json("metrics.json", metrics)
-    from biaslens.report.fairpair import render
-
-    with folder.timer("report"):
-        folder.write_text("report.html", render(res, rows=rows, metrics=metrics, run_record=folder.record,
-                                                names=names))
-    return res, metrics
 
 
 def representation_table(rows: pd.DataFrame, reps: dict[str, Any]) -> pd.DataFrame:
@@ -437,15 +432,9 @@ def representation_table(rows: pd.DataFrame, reps: dict[str, Any]) -> pd.DataFra
     return out
 
 
-def stored_representations(run_dir: Path, rows: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The representations a run stored, checked against its continuations; {} for run folders
-    written before they were stored (their scorers run again)."""
-    path = run_dir / f"{REPRESENTATIONS}.parquet"
-    if not path.is_file():
-        log.warning("%s is missing (a run folder from an older biaslens): the sentiment/embedding scorers run again",
-                    path)
-        return {}
-    table = pd.read_parquet(path)
+def stored_representations(table: pd.DataFrame, rows: pd.DataFrame, path: Path) -> dict[str, np.ndarray]:
+    """The representations a run stored (``path``: where they came from), checked against its
+    continuations."""
     kept = np.flatnonzero(rows["kept"].astype(bool).to_numpy())
     if "row" not in table.columns or not np.array_equal(table["row"].to_numpy(), kept):
         raise ConfigError(f"{path}: rows do not match the kept rows of continuations.parquet")
@@ -457,30 +446,16 @@ def stored_representations(run_dir: Path, rows: pd.DataFrame) -> dict[str, np.nd
     return out
 
 
-def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
-    """metrics.json, the tables and report.html again from continuations.parquet and the stored
-    representations (no model, perturber or scorer calls)."""
-    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
+def _perturber_calls(ctx: RunContext):
+    """The LLM perturber's model: the evaluated one (the run's, cache included), or its own."""
+    import contextlib
 
-    config = stored_config(run_dir, record)
-    sizes = (record.get("fairpair") or {}).get("resolved")
-    if not isinstance(sizes, dict):
-        raise ConfigError(f"{run_dir / 'run.json'}: field 'fairpair.resolved' is missing")
-    names = [parse_name_pair(p, where=f"{run_dir / 'run.json'} fairpair name_pairs[{i}]")
-             for i, p in enumerate(config.fairpair.name_pairs)]
-    rows = read_stored_table(run_dir, "continuations")
-    folder = rerender_folder(run_dir, record)
-    write_results(folder, rows, config, sizes, names, representations=stored_representations(run_dir, rows))
-    return folder.path / "report.html"
-
-
-def _perturber_backend(config: RunConfig, opts: FairPairOptions, backend: Backend | None) -> Backend:
-    from biaslens.models import load_model
-
-    if opts.perturber_model is None or opts.perturber_model == (backend.info.name if backend else config.model.name):
-        return backend or backend_from_config(config)
-    return load_model(opts.perturber_model, device=config.model.device, dtype=config.model.dtype,
-                      trust_remote_code=config.model.trust_remote_code)
+    opts, config = ctx.config.fairpair, ctx.config
+    if opts.perturber_model is None or opts.perturber_model == (
+            ctx.calls.info.name if ctx.model_loaded else config.model.name):
+        return contextlib.nullcontext(ctx.calls)
+    return ctx.other_model(config.model_copy(update={"model": config.model.model_copy(
+        update={"name": opts.perturber_model, "backend": "auto", "kind": "auto", "start_token": None})}))
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -517,7 +492,7 @@ def build_metrics(res: dict, config: RunConfig, sizes: dict, names: str) -> dict
         "suite": "fairpair",
         "models": by_model,
         "model": next(iter(by_model), None),
-        "verdict": verdicts,
+        "verdicts": verdicts,
         "significant": {m: bool(len(res["tests"]) and res["tests"].loc[res["tests"]["model"] == m, "significant"].any())
                         for m in by_model},
         "ideal": {"F": 1.0},
@@ -531,7 +506,7 @@ def build_metrics(res: dict, config: RunConfig, sizes: dict, names: str) -> dict
     }
 
 
-def _print_summary(console, res: dict, metrics: dict, out: Path) -> None:
+def _print_summary(console, res: dict, metrics: dict) -> None:
     from rich.table import Table
 
     t3 = res["table3"]
@@ -551,5 +526,4 @@ def _print_summary(console, res: dict, metrics: dict, out: Path) -> None:
         if info["kept"]:
             console.print(f"perturbations kept: {info['kept']['kept']:,}/{info['kept']['n']:,} "
                           f"({100 * info['kept_share']:.1f}%)")
-        console.print(metrics["verdict"].get(model, ""))
-    console.print(f"report: [bold]{out / 'report.html'}[/bold]")
+        console.print(metrics["verdicts"].get(model, ""))
