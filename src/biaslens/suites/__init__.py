@@ -14,7 +14,7 @@ SUITES: dict[str, str] = {
     "holistic-likelihood": "biaslens.suites.holistic_likelihood:HolisticLikelihood",
     "redditbias": "biaslens.suites.redditbias:RedditBias",
     "fairpair": "biaslens.suites.fairpair:FairPair",
-    "holistic-generation": "biaslens.suites.holistic_generation:run_holistic_generation",
+    "holistic-generation": "biaslens.suites.holistic_generation:HolisticGeneration",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:run_community",
 }

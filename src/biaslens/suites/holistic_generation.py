@@ -11,22 +11,22 @@ import logging
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.holistic import VARIANT_FLAGS, add_variants, build_sentences, load_holistic_dataset
-from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
-from biaslens.models import Backend
-from biaslens.report.run_folder import RunFolder
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
-from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir, print_scorer_warnings
-from biaslens.results import RunResult
+from biaslens.results import MetricEntry, SuiteResult
+from biaslens.suites.base import AnalysisContext, Suite
 from biaslens.suites.holistic_likelihood import select_rows
+
+if TYPE_CHECKING:
+    from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -148,59 +148,55 @@ def _generation_params(config: RunConfig):
         raise ConfigError(f"generation options: {e}") from None
 
 
-def run_holistic_generation(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
+class HolisticGeneration(Suite):
     """Generate (or read) responses to HolisticBias prompts, classify their styles and
-    offensiveness, compute generation bias and write the run folder."""
-    from rich.console import Console
+    offensiveness, and measure generation bias against its noise floor."""
 
-    from biaslens.datasets.generations import read_generations_jsonl
-    from biaslens.models.generation import GenerationRequest
-    from biaslens.scorers.styles import load_style_classifier, prepare_response
+    name = "holistic-generation"
+    #: responses: the prompts and responses (re-written with the analysis' columns);
+    #: style_probabilities: the style classifier's output, so a re-render needs no classifier
+    stored_tables = ("responses", "style_probabilities")
+    main_table = "responses"
 
-    console = console or Console(stderr=True)
-    opts = config.generation
-    if opts.n > 1 and not opts.do_sample:
-        raise ConfigError("generation.n > 1 needs sampling: add --do-sample (beam search/greedy give one response)")
-    out = out_dir(config)
-    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
-        with folder.timer("dataset"):
+    def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
+        from biaslens.datasets.generations import read_generations_jsonl
+        from biaslens.models.generation import GenerationRequest
+        from biaslens.scorers.styles import load_style_classifier, prepare_response
+
+        config, opts, console = ctx.config, ctx.config.generation, ctx.console
+        if opts.n > 1 and not opts.do_sample:
+            raise ConfigError("generation.n > 1 needs sampling: add --do-sample (beam search/greedy give one response)")
+        with ctx.timer("dataset"):
             rows = generation_prompts(config)
         if opts.generations_file is not None:
-            with folder.timer("read_generations"):
+            with ctx.timer("read_generations"):
                 gens = read_generations_jsonl(opts.generations_file)
                 table = match_generations(rows, gens, str(opts.generations_file), axes=config.axes,
                                           templates=config.templates)
-            folder.record["generation"] = {"source": str(opts.generations_file), "n_lines": int(len(gens)),
-                                           "n_matched": int(len(table))}
-            model_name = f"precomputed:{Path(opts.generations_file).name}"
+            ctx.record["generation"] = {"source": str(opts.generations_file), "n_lines": int(len(gens)),
+                                        "n_matched": int(len(table))}
         else:
             if rows.empty:
                 raise ConfigError("no prompts selected: check --axes/--templates")
             params = _generation_params(config)
-            with folder.timer("model_load"):
-                backend = backend or backend_from_config(config)
-            folder.record["model"] = model_record(backend)
-            model_name = backend.info.name
+            calls = ctx.calls
             console.print(f"[bold]holistic-generation[/bold]: {len(rows):,} prompts x {params.n} "
                           f"({rows['descriptor'].nunique()} descriptors, {rows['axis'].nunique()} axes, "
-                          f"{rows['template'].nunique()} templates) on [bold]{model_name}[/bold], "
+                          f"{rows['template'].nunique()} templates) on [bold]{calls.info.name}[/bold], "
                           f"max {params.max_new_tokens} new tokens")
             # a model tuned by `biaslens tune style-equality` generates with its "no_bias" tag at the prompt's end
             from biaslens.mitigation.style_equality import generation_tag, tag_prompt
 
-            tag = generation_tag((backend.info.extra or {}).get("path") or config.model.name)
+            tag = generation_tag((calls.info.extra or {}).get("path") or config.model.name)
             requests = [GenerationRequest(prompt=tag_prompt(t, tag), context=tuple(opts.persona))
                         for t in rows["text"].astype(str)]
             if tag:
                 console.print(f"style-equality model: appending the control tag {tag!r} to every prompt")
-            cache = open_cache(config)
             stats = ScoringStats()
-            with folder.timer("generation"), progress_reporter(console, "generating responses",
-                                                               total=len(requests) * params.n) as report:
-                responses = _generate(backend, requests, params, cache, config.model.batch_size, report, stats)
-            if cache is not None:
-                cache.close()
-            folder.record["generation"] = {
+            with ctx.timer("generation"), ctx.progress("generating responses",
+                                                       total=len(requests) * params.n) as report:
+                responses = calls.generate(requests, params, progress=report, stats=stats)
+            ctx.record["generation"] = {
                 "params": params.key_params() | {"n": params.n}, "persona": list(opts.persona), "control_tag": tag,
                 "variants": {"applied": bool(opts.variants), "seed": config.seed,
                              "flags": list(VARIANT_FLAGS) if opts.variants else []},
@@ -220,32 +216,80 @@ def run_holistic_generation(config: RunConfig, *, backend: Backend | None = None
             table["response"], table["descriptor"],
             table["remove_descriptor_hyphens"] if "remove_descriptor_hyphens" in table else [False] * len(table))]
 
-        with folder.timer("style_classifier_load"):
+        with ctx.timer("style_classifier_load"):
             clf = load_style_classifier(opts.style_classifier, inventory=opts.style_inventory,
                                         clusters=opts.style_clusters, device=config.model.device)
-        with folder.timer("style_classification"):
+        with ctx.timer("style_classification"):
             probs = clf.probabilities(table["response_classified"].tolist())
-        with folder.timer("offensiveness"):
+        with ctx.timer("offensiveness"):
             off, choice = _judge(opts.offensiveness_classifier, config.model.device)
             # response_classified has the prompt's descriptor masked (paper A.6): the masked figure
             masked_off = off.probability(table["response_classified"].tolist())
             unmasked_off = off.probability(table["response"].tolist())
             table["offensiveness"] = masked_off if opts.identity_masking else unmasked_off
             table["offensiveness_masked"], table["offensiveness_unmasked"] = masked_off, unmasked_off
-        with folder.timer("scorer_cards"):
-            folder.record["scorer_cards"] = _cards(clf, off, choice, opts.identity_masking)
-        folder.record["classifiers"] = {"style": clf.name, "n_styles": len(clf.styles),
-                                        "clusters": {c: list(m) for c, m in clf.clusters.items()},
-                                        "offensiveness": off.name}
+        with ctx.timer("scorer_cards"):
+            ctx.record["scorer_cards"] = _cards(clf, off, choice, opts.identity_masking)
+        ctx.record["classifiers"] = {"style": clf.name, "n_styles": len(clf.styles),
+                                     "clusters": {c: list(m) for c, m in clf.clusters.items()},
+                                     "offensiveness": off.name}
         style_cols = pd.DataFrame(probs, columns=list(clf.styles))
-        folder.write_table("style_probabilities", pd.concat([table[["prompt_id", "sample_index"]], style_cols], axis=1),
-                           csv=False)
-        analysis, metrics = write_results(folder, table, probs, clf.styles, clf.clusters, config, model_name=model_name)
-        table = analysis["responses"]
-        _print_summary(console, metrics, folder.path)
-        print_scorer_warnings(console, metrics)
-        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": table}, analysis=analysis, stats=folder.record,
-                         main_table="sentences")
+        return {"responses": table,
+                "style_probabilities": pd.concat([table[["prompt_id", "sample_index"]], style_cols], axis=1)}
+
+    def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
+        table, styles_table = tables["responses"], tables["style_probabilities"]
+        keys = ["prompt_id", "sample_index"]
+        if len(styles_table) != len(table) or not styles_table[keys].reset_index(drop=True).equals(
+                table[keys].reset_index(drop=True)):
+            raise ConfigError(f"{ctx.out / 'style_probabilities.parquet'}: rows do not match responses.parquet "
+                              "(same prompt_id and sample_index in the same order expected)")
+        styles = [c for c in styles_table.columns if c not in keys]
+        classifiers = ctx.record.get("classifiers") or {}
+        clusters = classifiers.get("clusters")
+        if not isinstance(clusters, dict):
+            raise ConfigError(f"{ctx.out / 'run.json'}: field 'classifiers.clusters' is missing")
+        opts = ctx.config.generation
+        analysis, metrics = analyse(table, styles_table[styles].to_numpy(), styles, clusters,
+                                    n_permutations=opts.n_permutations, n_boot=opts.n_bootstrap, seed=ctx.config.seed)
+        generation = ctx.record.get("generation") or {}
+        metrics["model"] = ctx.model_name or f"precomputed:{Path(str(generation.get('source'))).name}"
+        metrics["style_classifier"] = classifiers.get("style")
+        metrics["offensiveness_classifier"] = classifiers.get("offensiveness")
+        _add_scorer_validity(analysis, metrics, ctx.record.get("scorer_cards") or [])
+        ci = metrics.get("full_gen_bias_ci_x1000") or [None, None]
+        floor = metrics.get("noise_floor") or {}
+        entries = [MetricEntry(
+            name="full_gen_bias_x1000", value=metrics["full_gen_bias_x1000"], ci_low=ci[0], ci_high=ci[1],
+            interval=_interval_text(metrics.get("full_gen_bias_ci_method")), higher_is_better=False, ideal=0.0,
+            n_used=metrics.get("n_responses"),
+            description="Full Gen Bias x1000 (variance of the descriptors' mean style vectors, summed over styles); "
+                        f"permuted-label noise floor {_num(floor, 'fgb_permuted_mean')}, "
+                        f"permutation p = {_num(floor, 'p_value')}")]
+        return SuiteResult(metrics=metrics, entries=entries, analysis=analysis,
+                           verdict=metrics.get("verdict"),
+                           tables={n: analysis[n] for n in ("responses", "descriptor_clusters", "cluster_bias",
+                                                            "fgb_by_axis")})
+
+    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
+        from biaslens.report.holistic_generation import render
+
+        return render(analysis=result.analysis, metrics=result.metrics, run_record=ctx.record)
+
+    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
+        _print_summary(ctx.console, result.metrics)
+
+
+def _interval_text(how: dict | None) -> str | None:
+    """'bca bootstrap, 1000 resamples of descriptors' from metrics' ci-method record."""
+    if not isinstance(how, dict) or not how.get("method"):
+        return None
+    return f"{how['method']} bootstrap, {how.get('n_resamples')} resamples of {how.get('unit')}"
+
+
+def _num(d: dict, key: str) -> float | None:
+    v = d.get(key) if isinstance(d, dict) else None
+    return float(v) if isinstance(v, (int, float)) else None
 
 
 def _classifier_text(prepare, response: str, descriptor: str, dehyphenated: bool) -> str:
@@ -295,31 +339,6 @@ def _cards(clf, off, choice: dict, masking: bool) -> list[dict]:
     return [style_card(clf, identity=identity), toxicity_card(off, choice, role="offensiveness", masking=masking)]
 
 
-def write_results(folder: RunFolder, table: pd.DataFrame, probs: np.ndarray, styles, clusters, config: RunConfig, *,
-                  model_name: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Analyse classified responses, write the tables, metrics.json and report.html (the run and
-    ``rerender`` both end here). The classifier names come from ``folder.record["classifiers"]``."""
-    opts = config.generation
-    with folder.timer("metrics"):
-        analysis, metrics = analyse(table, probs, styles, clusters, n_permutations=opts.n_permutations,
-                                    n_boot=opts.n_bootstrap, seed=config.seed)
-    classifiers = folder.record.get("classifiers") or {}
-    metrics["model"] = model_name
-    metrics["style_classifier"] = classifiers.get("style")
-    metrics["offensiveness_classifier"] = classifiers.get("offensiveness")
-    _add_scorer_validity(analysis, metrics, folder.record.get("scorer_cards") or [])
-    folder.write_table("responses", analysis["responses"])
-    folder.write_table("descriptor_clusters", analysis["descriptor_clusters"])
-    folder.write_table("cluster_bias", analysis["cluster_bias"])
-    folder.write_table("fgb_by_axis", analysis["fgb_by_axis"])
-    folder.write_json("metrics.json", metrics)
-    from biaslens.report.holistic_generation import render
-
-    with folder.timer("report"):
-        folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
-    return analysis, metrics
-
-
 def _add_scorer_validity(analysis: dict, metrics: dict, cards: list[dict]) -> None:
     """Scorer cards into metrics; the style classifier's measured precision/recall beside each
     cluster's PGB/SCGB, and the offensiveness figure that is not the headline beside it."""
@@ -338,37 +357,6 @@ def _add_scorer_validity(analysis: dict, metrics: dict, cards: list[dict]) -> No
         cb["classifier_recall"] = cb["cluster"].map(lambda c: per.get(c, {}).get("recall"))
         metrics["style_classifier_accuracy"] = style["accuracy"]["accuracy"]
         metrics["style_classifier_accuracy_ci"] = style["accuracy"]["ci"]
-
-
-def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
-    """metrics.json, the tables and report.html again from responses.parquet and
-    style_probabilities.parquet (no model or classifier calls)."""
-    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
-
-    table = read_stored_table(run_dir, "responses")
-    styles_table = read_stored_table(run_dir, "style_probabilities")
-    keys = ["prompt_id", "sample_index"]
-    if len(styles_table) != len(table) or not styles_table[keys].reset_index(drop=True).equals(
-            table[keys].reset_index(drop=True)):
-        raise ConfigError(f"{run_dir / 'style_probabilities.parquet'}: rows do not match responses.parquet "
-                          "(same prompt_id and sample_index in the same order expected)")
-    styles = [c for c in styles_table.columns if c not in keys]
-    clusters = ((record.get("classifiers") or {}).get("clusters"))
-    if not isinstance(clusters, dict):
-        raise ConfigError(f"{run_dir / 'run.json'}: field 'classifiers.clusters' is missing")
-    generation = record.get("generation") or {}
-    model = record.get("model") or {}
-    model_name = model.get("name") or f"precomputed:{Path(str(generation.get('source'))).name}"
-    folder = rerender_folder(run_dir, record)
-    write_results(folder, table, styles_table[styles].to_numpy(), styles, clusters,
-                  stored_config(run_dir, record), model_name=model_name)
-    return folder.path / "report.html"
-
-
-def _generate(backend, requests, params, cache, batch_size, report, stats) -> list[list[str]]:
-    from biaslens.engine.generation import generate_texts
-
-    return generate_texts(backend, requests, params, cache=cache, batch_size=batch_size, progress=report, stats=stats)
 
 
 def word_frequencies(descriptors: list[str]) -> pd.DataFrame:
@@ -446,7 +434,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
     return analysis, metrics
 
 
-def _print_summary(console, metrics: dict, out: Path) -> None:
+def _print_summary(console, metrics: dict) -> None:
     from rich.table import Table
 
     def f(v, spec=".2f"):
@@ -470,7 +458,6 @@ def _print_summary(console, metrics: dict, out: Path) -> None:
     for c, v in metrics["partial_gen_bias_x1000"].items():
         table.add_row(c, f(v), f(metrics["summed_cluster_gen_bias_x1000"][c]), f(metrics["top_cluster_share"].get(c), ".1%"))
     console.print(table)
-    console.print(f"report: [bold]{out / 'report.html'}[/bold]")
 
 
 def key_phrase_rates(responses: pd.Series) -> dict[str, float]:
