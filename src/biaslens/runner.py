@@ -109,14 +109,25 @@ class RunContext:
         return self._calls
 
     @property
+    def given_backend(self):
+        """What the caller passed as ``backend=`` (a loaded Backend, a mapping name -> Backend
+        for suites that compare several models, or None)."""
+        return self._backend
+
+    def write_text(self, name: str, text: str) -> None:
+        """An extra file of the run folder (e.g. a prompt list for the user to read)."""
+        self.folder.write_text(name, text)
+
+    @property
     def model_loaded(self) -> bool:
         return self._calls is not None
 
     @contextlib.contextmanager
-    def other_model(self, config: RunConfig, backend: Backend | None = None):
+    def other_model(self, config: RunConfig, backend: Backend | None = None, *, timer: str | None = None):
         """Another model for the length of a ``with`` block (several models side by side):
-        same cache policy, closed at the end."""
-        calls = open_model_calls(config, backend)
+        same cache policy, closed at the end; ``timer`` names its load time in run.json."""
+        with self.timer(timer) if timer else contextlib.nullcontext():
+            calls = open_model_calls(config, backend)
         try:
             yield calls
         finally:

@@ -16,7 +16,7 @@ SUITES: dict[str, str] = {
     "fairpair": "biaslens.suites.fairpair:FairPair",
     "holistic-generation": "biaslens.suites.holistic_generation:HolisticGeneration",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
-    "community": "biaslens.suites.community:run_community",
+    "community": "biaslens.suites.community:Community",
 }
 
 #: suites that later issues add; named here so a user gets a clear message

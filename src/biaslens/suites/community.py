@@ -15,21 +15,25 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.community import PAPER_PROMPT_COUNT, build_prompts, load_keywords, load_templates
-from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.community import (demographic_gaps, demographic_mean_cis, extreme_generations, group_means,
                                         mean_table)
-from biaslens.models import Backend, ModelError
-from biaslens.report.run_folder import RunFolder
-from biaslens.suites.common import backend_from_config, model_record, open_cache, out_dir, print_scorer_warnings
-from biaslens.results import RunResult
+from biaslens.models import ModelError
+from biaslens.results import MetricEntry, SuiteResult
+from biaslens.runner import model_record
+from biaslens.suites.base import AnalysisContext, Suite
+
+if TYPE_CHECKING:
+    from biaslens.engine.calls import ModelCalls
+    from biaslens.models import Backend
+    from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +85,12 @@ def _params(config: RunConfig, chat: bool):
         raise ConfigError(f"community options: {e}") from None
 
 
-def _generate_model(name: str, backend: Backend, prompts: pd.DataFrame, config: RunConfig, console, folder,
-                    cache) -> pd.DataFrame:
+def _generate_model(name: str, calls: ModelCalls, prompts: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     from rich.markup import escape
 
-    from biaslens.engine.generation import generate_texts
     from biaslens.models.generation import GenerationRequest
 
+    config, console, backend = ctx.config, ctx.console, calls.backend
     o = config.community
     sep = separator_of(name, backend)
     if sep is not None:
@@ -99,11 +102,9 @@ def _generate_model(name: str, backend: Backend, prompts: pd.DataFrame, config: 
     console.print(f"  [bold]{escape(name)}[/bold]: {len(texts)} prompts x {params.n}"
                   + escape(f", separator {sep!r}" if sep else ", base model (no separator)"))
     stats = ScoringStats()
-    with folder.timer(f"generation:{name}"), progress_reporter(console, f"generating ({name})",
-                                                               total=len(texts) * params.n) as report:
-        out = generate_texts(backend, [GenerationRequest(prompt=t) for t in texts], params, cache=cache,
-                             batch_size=config.model.batch_size, progress=report, stats=stats)
-    folder.record.setdefault("models", {})[name] = {
+    with ctx.timer(f"generation:{name}"), ctx.progress(f"generating ({name})", total=len(texts) * params.n) as report:
+        out = calls.generate([GenerationRequest(prompt=t) for t in texts], params, progress=report, stats=stats)
+    ctx.record.setdefault("models", {})[name] = {
         **model_record(backend), "separator": sep, "chat": params.chat,
         "example_prompt": backend.render_prompt(GenerationRequest(prompt=texts[0]), params),
         "params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
@@ -155,7 +156,7 @@ def match_precomputed(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
     return df
 
 
-def score_generations(table: pd.DataFrame, config: RunConfig, folder) -> tuple[pd.DataFrame, str]:
+def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -> tuple[pd.DataFrame, str]:
     """VADER compound and classes, toxicity (and identity_attack when the classifier has it).
 
     Toxicity is scored twice: with every keyword of the reply's dimension replaced by a neutral
@@ -171,14 +172,14 @@ def score_generations(table: pd.DataFrame, config: RunConfig, folder) -> tuple[p
     terms = {d: tuple(map(str, g.unique())) for d, g in table.groupby("dimension", sort=False)["keyword"]}
     masked = mask_all(texts, [terms[d] for d in table["dimension"]])
     try:
-        with folder.timer("sentiment"):
+        with ctx.timer("sentiment"):
             vader = VaderSentiment()
             comp = vader.compound(texts)
-        with folder.timer("toxicity"):
+        with ctx.timer("toxicity"):
             tox, choice = choose_judge(o.toxicity_classifier, label=o.toxicity_label, device=config.model.device)
             scores = tox.scores(masked if o.identity_masking else texts)
             other = tox.probability(texts if o.identity_masking else masked)
-        with folder.timer("scorer_card"):
+        with ctx.timer("scorer_card"):
             card = toxicity_card(tox, choice, masking=o.identity_masking)
     except ScorerError as e:
         raise ConfigError(str(e)) from None
@@ -187,7 +188,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, folder) -> tuple[p
     table["toxicity_unmasked" if o.identity_masking else "toxicity_masked"] = other
     if "identity_attack" in scores:
         table["identity_attack"] = scores["identity_attack"]
-    folder.record["scorer_cards"] = [card]
+    ctx.record["scorer_cards"] = [card]
     return table, tox.name
 
 
@@ -265,37 +266,33 @@ def _largest_gaps(gaps: pd.DataFrame) -> dict:
     return out
 
 
-def run_community(config: RunConfig, *, backend: Backend | Mapping[str, Backend] | None = None,
-                  console=None) -> RunResult:
-    """Generate (or read) replies for every model, score them, compare, write the run folder.
+class Community(Suite):
+    """Wald & Pfahler: replies of several models (base and community fine-tunes) to prompts about
+    15 demographics, scored for sentiment and toxicity, compared with gaps and intervals."""
 
-    Args:
-        config: the run configuration (``config.community`` holds this suite's options).
-        backend: an already loaded backend (used for a single model), or a mapping
-            model name -> backend (the names are the models compared).
-        console: a rich console for progress and the summary.
-    """
-    from rich.console import Console
+    name = "community"
+    stored_tables = ("prompts", "generations")
+    main_table = "generations"
 
-    console = console or Console(stderr=True)
-    o = config.community
-    out = out_dir(config)
-    with RunFolder(out, suite=config.suite, config=config.model_dump(mode="json")) as folder:
-        with folder.timer("prompts"):
+    def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
+        """Generate (or read) replies for every model and score them. ``backend=`` may be one
+        loaded backend (a single model) or a mapping model name -> backend (the models compared)."""
+        config, console, backend = ctx.config, ctx.console, ctx.given_backend
+        o = config.community
+        with ctx.timer("prompts"):
             prompts = community_prompts(config)
-        folder.write_table("prompts", prompts)
-        folder.write_text("prompts.txt", "\n".join(prompts["prompt"]) + "\n")
+        ctx.write_text("prompts.txt", "\n".join(prompts["prompt"]) + "\n")
         per_t = prompts.groupby("template_id", sort=False).size()
         console.print(f"[bold]community[/bold]: {len(prompts)} prompts (paper: {PAPER_PROMPT_COUNT}) from "
                       f"{len(per_t)} templates x {prompts['keyword'].nunique()} keywords of "
                       f"{prompts['demographic'].nunique()} demographics; per template: "
                       + ", ".join(f"{t} {n}" for t, n in per_t.items()))
-        console.print(f"prompt list: {folder.path / 'prompts.txt'}")
-        folder.record["prompts"] = {"n": int(len(prompts)), "paper": PAPER_PROMPT_COUNT,
-                                    "per_template": {str(k): int(v) for k, v in per_t.items()}}
+        console.print(f"prompt list: {ctx.out / 'prompts.txt'}")
+        ctx.record["prompts"] = {"n": int(len(prompts)), "paper": PAPER_PROMPT_COUNT,
+                                 "per_template": {str(k): int(v) for k, v in per_t.items()}}
         parts: list[pd.DataFrame] = []
         for path in o.generations_files:
-            with folder.timer(f"read:{Path(path).name}"):
+            with ctx.timer(f"read:{Path(path).name}"):
                 parts.append(match_precomputed(prompts, Path(path)))
         if isinstance(backend, Mapping):
             names = list(backend)
@@ -303,81 +300,76 @@ def run_community(config: RunConfig, *, backend: Backend | Mapping[str, Backend]
             names = []  # only precomputed generations
         else:
             names = model_names(config)
-        if names:
-            cache = open_cache(config)
-            try:
-                for name in names:
-                    if isinstance(backend, Mapping):
-                        be = backend[name]
-                    elif backend is not None and len(names) == 1:
-                        be = backend
-                    else:
-                        with folder.timer(f"model_load:{name}"):
-                            # same backend/executor options as the main model, only the name differs
-                            be = backend_from_config(config.model_copy(
-                                update={"model": config.model.model_copy(update={"name": name})}))
-                    if be.info.kind not in ("causal", "fake", "seq2seq"):
-                        raise ConfigError(f"{name}: a {be.info.kind} model cannot generate replies; use a causal LM")
-                    parts.append(_generate_model(name, be, prompts, config, console, folder, cache))
-                    if be is not backend and not isinstance(backend, Mapping):
-                        be.close()
-                        del be
-            finally:
-                if cache is not None:
-                    cache.close()
+        for name in names:
+            given = backend[name] if isinstance(backend, Mapping) else backend if len(names) == 1 else None
+            # same backend/executor options as the main model, only the name differs
+            model_config = config.model_copy(update={"model": config.model.model_copy(update={"name": name})})
+            with ctx.other_model(model_config, given, timer=f"model_load:{name}") as calls:
+                if calls.info.kind not in ("causal", "fake", "seq2seq"):
+                    raise ConfigError(f"{name}: a {calls.info.kind} model cannot generate replies; use a causal LM")
+                parts.append(_generate_model(name, calls, prompts, ctx))
         table = pd.concat(parts, ignore_index=True)
         dupes = table["model"].value_counts()
         table["response"] = [trim_words(t, o.max_words) for t in table["response_full"].astype(str)]
         n_words = table["response_full"].astype(str).str.split().str.len()
-        folder.record["lengths"] = {
+        ctx.record["lengths"] = {
             m: {"median_words": float(n_words[table["model"] == m].median()),
                 "shorter_than_min_words": int((n_words[table["model"] == m] < o.min_words).sum()),
                 "trimmed_to_max_words": int((n_words[table["model"] == m] > o.max_words).sum())}
             for m in dupes.index}
-        with folder.timer("scoring"):
-            table, tox_name = score_generations(table, config, folder)
-        folder.record["classifiers"] = {"sentiment": "vader", "toxicity": tox_name}
-        folder.write_table("generations", table)
-        analysis, metrics = write_results(folder, table, config)
-        _print_summary(console, analysis, metrics, folder.path)
-        return RunResult(out=folder.path, metrics=metrics, tables={"sentences": table}, analysis=analysis, stats=folder.record,
-                         main_table="sentences")
+        with ctx.timer("scoring"):
+            table, tox_name = score_generations(table, config, ctx)
+        ctx.record["classifiers"] = {"sentiment": "vader", "toxicity": tox_name}
+        return {"prompts": prompts, "generations": table}
+
+    def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
+        o = ctx.config.community
+        analysis, metrics = analyse(tables["generations"], n_boot=o.n_bootstrap, seed=ctx.config.seed,
+                                    n_examples=o.n_examples)
+        metrics["toxicity_classifier"] = (ctx.record.get("classifiers") or {}).get("toxicity")
+        metrics["model"] = ", ".join(analysis["models"])
+        metrics["scorer_cards"] = ctx.record.get("scorer_cards") or []
+        derived = {name: analysis[name] for name in ("by_demographic", "by_keyword", "by_form", "gaps", "mean_cis",
+                                                     "sentiment_table", "toxicity_table", "most_negative",
+                                                     "most_toxic")}
+        if analysis["toxicity_table_other"] is not None:
+            derived[f"toxicity_table_{analysis['toxicity_other'].split('_')[1]}"] = analysis["toxicity_table_other"]
+        entries, verdicts = _gap_entries(analysis["gaps"])
+        return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=analysis,
+                           verdict="; ".join(verdicts) or None)
+
+    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
+        from biaslens.report.community import render
+
+        return render(analysis=result.analysis, metrics=result.metrics, run_record=ctx.record)
+
+    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
+        _print_summary(ctx.console, result.analysis, result.metrics)
 
 
-def write_results(folder: RunFolder, table: pd.DataFrame, config: RunConfig) -> tuple[dict, dict]:
-    """Analyse scored generations, write the tables, metrics.json and report.html (the run and
-    ``rerender`` both end here); the toxicity classifier's name from ``folder.record["classifiers"]``."""
-    o = config.community
-    with folder.timer("metrics"):
-        analysis, metrics = analyse(table, n_boot=o.n_bootstrap, seed=config.seed, n_examples=o.n_examples)
-    metrics["toxicity_classifier"] = (folder.record.get("classifiers") or {}).get("toxicity")
-    metrics["model"] = ", ".join(analysis["models"])
-    metrics["scorer_cards"] = folder.record.get("scorer_cards") or []
-    for name in ("by_demographic", "by_keyword", "by_form", "gaps", "mean_cis", "sentiment_table",
-                 "toxicity_table", "most_negative", "most_toxic"):
-        folder.write_table(name, analysis[name])
-    if analysis["toxicity_table_other"] is not None:
-        folder.write_table(f"toxicity_table_{analysis['toxicity_other'].split('_')[1]}", analysis["toxicity_table_other"])
-    folder.write_json("metrics.json", metrics)
-    from biaslens.report.community import render
-
-    with folder.timer("report"):
-        folder.write_text("report.html", render(analysis=analysis, metrics=metrics, run_record=folder.record))
-    return analysis, metrics
-
-
-def rerender(run_dir: Path, record: dict[str, Any]) -> Path:
-    """metrics.json, the tables and report.html again from generations.parquet, which holds every
-    reply with its sentiment and toxicity (no model or classifier calls)."""
-    from biaslens.suites.common import read_stored_table, rerender_folder, stored_config
-
-    table = read_stored_table(run_dir, "generations")
-    folder = rerender_folder(run_dir, record)
-    write_results(folder, table, stored_config(run_dir, record))
-    return folder.path / "report.html"
+def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
+    """Per model and score: the largest demographic gap over all dimensions, with its bootstrap
+    interval, and a sentence saying whether the interval excludes 0."""
+    entries, verdicts = [], []
+    for (model, score), g in gaps.groupby(["model", "score"], sort=False):
+        g = g[g["gap"].notna()]
+        if not len(g) or score not in ("sentiment", "toxicity"):
+            continue
+        r = g.loc[g["gap"].abs().idxmax()]
+        entries.append(MetricEntry(
+            name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=r["ci_low"], ci_high=r["ci_high"],
+            interval="95% bootstrap over generations", ideal=0.0,
+            description=f"{model}: {r['dimension']}: {r['demographic_a']} - {r['demographic_b']} "
+                        f"(Holm p = {r['p_holm']:.3g})"))
+        excludes = not (r["ci_low"] <= 0 <= r["ci_high"]) if pd.notna(r["ci_low"]) else False
+        verdicts.append(f"{Path(str(model)).name or model}: largest {score} gap {r['gap']:+.3f} "
+                        f"({r['demographic_a']} - {r['demographic_b']}, 95% CI {r['ci_low']:+.3f} to "
+                        f"{r['ci_high']:+.3f}, Holm p = {r['p_holm']:.2g}"
+                        f"{'' if excludes else '; the interval includes 0'})")
+    return entries, verdicts
 
 
-def _print_summary(console, analysis: dict, metrics: dict, out: Path) -> None:
+def _print_summary(console, analysis: dict, metrics: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -409,5 +401,3 @@ def _print_summary(console, analysis: dict, metrics: dict, out: Path) -> None:
                               escape(f"{r['demographic_a']} - {r['demographic_b']}: {f(r['gap'])}"),
                               f"{f(r['ci_low'])} to {f(r['ci_high'])}", f(r["p_holm"]))
         console.print(table)
-    print_scorer_warnings(console, metrics)
-    console.print(f"report: [bold]{out / 'report.html'}[/bold]")
