@@ -10,7 +10,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "run", "rerender", "RunConfig", "load_model", "load_holistic_dataset", "build_sentences"]
+__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "RunConfig", "load_model", "load_holistic_dataset",
+           "build_sentences"]
 
 
 def __getattr__(name: str):
@@ -18,6 +19,10 @@ def __getattr__(name: str):
         from biaslens import api
 
         return getattr(api, name)
+    if name in ("card", "compare_cards"):
+        from biaslens import card as card_module
+
+        return card_module.make_card if name == "card" else card_module.compare_cards
     if name == "RunConfig":
         from biaslens.config import RunConfig
 

@@ -4,7 +4,7 @@ that ``biaslens.run(config)`` accepts directly in Python."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -175,6 +175,9 @@ class RunConfig(BaseModel):
     fairpair: FairPairOptions = Field(default_factory=FairPairOptions)
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
     community: CommunityOptions = Field(default_factory=CommunityOptions)
+    options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="options of suites that declare their own options class, by suite name "
+                                          "(validated by that class when the suite runs)")
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides) -> "RunConfig":

@@ -74,6 +74,8 @@ class RunContext:
     def __init__(self, suite: Suite, config: RunConfig, folder: RunFolder, console, backend: Backend | None = None):
         self.suite = suite
         self.config = config
+        #: the suite's own options (``Suite.options``), validated; None for the built-in suites
+        self.options = suite.parse_options(config)
         self.folder = folder
         self.console = console
         self._backend = backend
@@ -145,9 +147,9 @@ class RunContext:
             self._calls.close()
 
 
-def _analysis_context(config: RunConfig, folder: RunFolder, console) -> AnalysisContext:
+def _analysis_context(suite: Suite, config: RunConfig, folder: RunFolder, console) -> AnalysisContext:
     return AnalysisContext(config=config, record=folder.record, out=folder.path, console=console,
-                           timings=folder.timings)
+                           timings=folder.timings, options=suite.parse_options(config))
 
 
 def finish(suite: Suite, folder: RunFolder, tables: dict[str, Any], actx: AnalysisContext) -> SuiteResult:
@@ -182,6 +184,7 @@ def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None
     from biaslens.suites import get_suite
 
     suite = get_suite(config.suite)
+    suite.parse_options(config)  # a mistake in the options fails before a run folder exists
     console = console or Console(stderr=True)
     with RunFolder(out_dir(config), suite=suite.name, config=config.model_dump(mode="json")) as folder:
         ctx = RunContext(suite, config, folder, console, backend)
@@ -194,7 +197,7 @@ def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None
             raise RuntimeError(f"suite {suite.name} collected no table {missing[0]!r}")
         for name, table in tables.items():
             folder.write_table(name, table)
-        actx = _analysis_context(config, folder, console)
+        actx = _analysis_context(suite, config, folder, console)
         result = finish(suite, folder, tables, actx)
         suite.summary(result, actx)
         _print_footer(console, result, folder.path)
@@ -239,8 +242,9 @@ def rerender_run(run_dir: Path, record: dict[str, Any], suite: Suite, *, console
         tables[name] = read_stored_table(run_dir, name)
     folder = RunFolder(run_dir, suite=str(record.get("suite")), config=record.get("config") or {})
     folder.record = record
-    actx = AnalysisContext(config=stored_config(run_dir, record), record=record, out=run_dir, console=console,
-                           timings=folder.timings)
+    config = stored_config(run_dir, record)
+    actx = AnalysisContext(config=config, record=record, out=run_dir, console=console, timings=folder.timings,
+                           options=suite.parse_options(config))
     finish(suite, folder, tables, actx)
     return run_dir / "report.html"
 

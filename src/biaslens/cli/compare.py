@@ -22,8 +22,17 @@ def compare(
 
 
 def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], intersection: bool) -> None:
+    from biaslens.card import compare_cards, is_card
     from biaslens.cli.app import console
     from biaslens.suites.compare import compare_runs
+
+    if len(runs) == 2 and all(is_card(r) for r in runs):  # two bias cards: method by method
+        result = compare_cards(runs[0], runs[1], out=out)
+        for r in result["methods"]:
+            console.print(f"{r['suite']}: {r['verdict']}" + (f" ({r['reason']})" if r.get("reason") else ""),
+                          markup=False, soft_wrap=True)
+        console.print(f"report: [bold]{Path(result['out']) / 'card-compare.html'}[/bold]", soft_wrap=True)
+        return
 
     metrics = compare_runs(runs, out, list(labels) if labels else None, intersection=intersection)
     out = Path(metrics["out"])

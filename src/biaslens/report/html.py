@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,14 @@ class Section:
     metrics: dict[str, Any] = field(default_factory=dict)
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    #: (text, relative path) links to other files of the same output, e.g. a suite's report
+    links: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for _, href in self.links:
+            # only plain relative paths: never a scheme (javascript:, http:) or a parent folder
+            if not re.fullmatch(r"[\w.-]+(/[\w.-]+)*", href) or ".." in href.split("/"):
+                raise ValueError(f"report link {href!r}: only relative paths inside the output folder")
 
 
 def _fmt(v: Any) -> str:

@@ -87,8 +87,14 @@ def _atomic(target: Path):
 
 
 def write_json(path: Path, data: Any) -> None:
-    with _atomic(path) as tmp:
-        tmp.write_text(json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    """JSON (NaN written as null), atomically: a reader sees the old file or the new one."""
+    write_text(path, json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def write_text(path: Path, text: str) -> None:
+    """A text file, atomically: written under a temporary name, then renamed into place."""
+    with _atomic(Path(path)) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 class _LogFile(logging.FileHandler):
@@ -227,9 +233,7 @@ class RunFolder:
         self._add(name)
 
     def write_text(self, name: str, text: str) -> None:
-        target = self.path / name
-        with _atomic(target) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+        write_text(self.path / name, text)
         self._add(name)
 
     def _add(self, name: str) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel
+
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
@@ -38,6 +40,8 @@ class AnalysisContext:
     console: Console | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
+    options: Any = None  # the suite's own options (Suite.options), validated
+
     @property
     def model_name(self) -> str | None:
         return (self.record.get("model") or {}).get("name")
@@ -54,6 +58,24 @@ class Suite:
     stored_tables: ClassVar[tuple[str, ...]] = ()
     #: the per-item table ``RunResult.sentences`` points to
     main_table: ClassVar[str | None] = None
+    #: the suite's own options (a pydantic model), read from ``RunConfig.options[name]``
+    #: (the built-in suites keep theirs in the named sections of RunConfig)
+    options: ClassVar[type[BaseModel] | None] = None
+
+    def parse_options(self, config: RunConfig) -> BaseModel | None:
+        """This suite's options from the run configuration, or a ConfigError naming the field."""
+        if self.options is None:
+            return None
+        from pydantic import ValidationError
+
+        from biaslens.config import ConfigError
+
+        try:
+            return self.options.model_validate(config.options.get(self.name) or {})
+        except ValidationError as e:
+            raise ConfigError("\n".join(
+                f"field 'options.{self.name}.{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
+                for err in e.errors())) from None
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         """Build the items, call the model through ``ctx.calls`` and return the tables

@@ -1,0 +1,275 @@
+"""The bias card: every method that applies to a model, at a stated budget, on one page.
+
+``make_card(model)`` runs each suite through :func:`biaslens.api.run` into
+``<out>/<suite>/`` (same cache, same seed), keeps going past a method that fails (shown as
+failed, never as a result), and writes ``card.json`` and ``card.html``: per method the
+one-sentence verdict with its uncertainty, the headline number with its interval, warnings,
+the scorer cards and a link to the full report. Every suite writes the same uniform part of
+``metrics.json`` (:mod:`biaslens.results`), so the card needs no per-suite code.
+
+``compare_cards(before, after)`` compares two cards method by method, with the guards of
+``biaslens compare``: a method whose runs differ in what they measured gets "not comparable"
+and the reason, never a direction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biaslens.config import ConfigError
+
+CARD_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CardMethod:
+    """One method on the card: the suite and its settings per budget."""
+
+    suite: str
+    title: str
+    #: what the method asks of the model; masked LMs only have likelihoods
+    needs: str  # "likelihood" | "generation"
+    budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+#: The methods, in the order the card shows them, with sizes per budget. "smoke" checks the
+#: wiring in about a minute; "default" gives verdicts worth reading in minutes on the embedded
+#: model on a 2-core CPU; "paper" uses each suite's own (paper-sized) defaults.
+METHODS: tuple[CardMethod, ...] = (
+    CardMethod("holistic-likelihood", "HolisticBias Likelihood Bias", "likelihood", {
+        "smoke": {"sample": 600},
+        "default": {"sample": 3000},
+        "paper": {"full": True}}),
+    CardMethod("redditbias", "RedditBias LMB (perplexity t-test)", "likelihood", {
+        "smoke": {"redditbias": {"max_template_pairs": 40}},
+        "default": {"redditbias": {"max_template_pairs": 200}},
+        "paper": {}}),
+    CardMethod("holistic-generation", "HolisticBias generation bias (styles)", "generation", {
+        "smoke": {"sample": 20, "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
+        "default": {"sample": 50},
+        "paper": {"full": True}}),
+    CardMethod("fairpair", "FairPair", "generation", {
+        "smoke": {"fairpair": {"n_occupations": 2, "samples": 6, "max_new_tokens": 12, "k_folds": 3,
+                               "dissimilarities": ["jaccard", "sentiment"]}},
+        "default": {"fairpair": {"n_occupations": 5, "samples": 20, "max_new_tokens": 32}},
+        "paper": {}}),
+    CardMethod("community", "Community bias (sentiment and toxicity)", "generation", {
+        "smoke": {"community": {"n": 1, "max_new_tokens": 12, "min_new_tokens": 0, "n_bootstrap": 200,
+                                "dimensions": ["gender"]}},
+        "default": {"community": {"n": 1, "max_new_tokens": 32, "min_new_tokens": 16}},
+        "paper": {}}),
+)
+BUDGETS = ("smoke", "default", "paper")
+
+
+def _deep_merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def method_config(method: CardMethod, budget: str, base: dict[str, Any], out: Path) -> dict[str, Any]:
+    """The run configuration of one method: the user's base settings (model, cache, seed),
+    the budget's sizes, its own folder."""
+    return _deep_merge(_deep_merge(base, method.budgets.get(budget, {})),
+                       {"suite": method.suite, "out": str(out / method.suite)})
+
+
+def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
+    """One card row from a finished suite folder's uniform metrics.json part."""
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    entries = metrics.get("entries") or []
+    head = entries[0] if entries else {}
+    return {"suite": method.suite, "title": method.title, "status": "complete",
+            "verdict": metrics.get("verdict") or "no verdict (this method's metrics carry none)",
+            "headline": head.get("name"), "value": head.get("value"), "ci_low": head.get("ci_low"),
+            "ci_high": head.get("ci_high"), "interval": head.get("interval"), "ideal": head.get("ideal"),
+            "higher_is_better": head.get("higher_is_better"), "n_used": head.get("n_used"),
+            "entries": entries, "warnings": metrics.get("warnings") or [],
+            "scorer_cards": metrics.get("scorer_cards") or [], "report": f"{method.suite}/report.html"}
+
+
+def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = None, budget: str = "default",
+              methods: list[str] | None = None, console=None, backend=None) -> dict[str, Any]:
+    """Run every applicable method on ``config["model"]`` and write ``card.json`` and ``card.html``.
+
+    Args:
+        config: base run settings (model, cache_dir, seed, ...), as for :func:`biaslens.run`.
+        out: the card folder (default ``runs/card-<model>-<time>``).
+        budget: "smoke", "default" or "paper" (the sizes in :data:`METHODS`).
+        methods: a subset of suite names (default all).
+        backend: an already loaded backend, shared by every method (tests).
+    """
+    from rich.console import Console
+
+    from biaslens import api
+
+    console = console or Console(stderr=True)
+    if budget not in BUDGETS:
+        raise ConfigError(f"--budget: unknown budget {budget!r}; choose from {', '.join(BUDGETS)}")
+    base = dict(config or {})
+    if isinstance(base.get("model"), str):
+        base["model"] = {"name": base["model"]}
+    base.setdefault("model", {})
+    known = [m.suite for m in METHODS]
+    for name in methods or []:
+        if name not in known:
+            raise ConfigError(f"--methods: unknown method {name!r}; choose from {', '.join(known)}")
+    chosen = [m for m in METHODS if not methods or m.suite in methods]
+    model_name = (base["model"] or {}).get("name") or "smollm2-135m"
+    out = Path(out) if out else Path("runs") / f"card-{Path(model_name).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    console.print(f"[bold]bias card[/bold] for [bold]{model_name}[/bold], budget [bold]{budget}[/bold]: "
+                  + ", ".join(m.suite for m in chosen))
+    rows: list[dict[str, Any]] = []
+    kind = None
+    for i, method in enumerate(chosen, 1):
+        if kind == "masked" and method.needs == "generation":
+            rows.append({"suite": method.suite, "title": method.title, "status": "not applicable",
+                         "verdict": "not applicable: a masked LM does not generate text"})
+            continue
+        console.print(f"[bold]({i}/{len(chosen)}) {method.title}[/bold]")
+        t0 = time.perf_counter()
+        try:
+            res = api.run(method_config(method, budget, base, out), console=console, backend=backend)
+            row = card_row(method, Path(res.out))
+            kind = kind or (res.stats.get("model") or {}).get("kind")
+        except Exception as e:  # noqa: BLE001 - a failed method is shown as failed, the card goes on
+            row = {"suite": method.suite, "title": method.title, "status": "failed",
+                   "verdict": f"failed: {type(e).__name__}: {e}", "report": None}
+            console.print(f"[red]{method.suite} failed:[/red] {type(e).__name__}: {e}", markup=False)
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        rows.append(row)
+    card = {"format_version": CARD_FORMAT_VERSION, "model": model_name, "budget": budget,
+            "budget_settings": {m.suite: m.budgets.get(budget, {}) for m in chosen},
+            "base_config": base, "methods": rows, "elapsed_seconds": round(time.time() - started, 1),
+            "machine": _machine()}
+    _write_card(out, card)
+    console.print(f"card: [bold]{out / 'card.html'}[/bold]", soft_wrap=True)
+    return card | {"out": str(out)}
+
+
+def _machine() -> dict[str, Any]:
+    try:
+        from biaslens.machine import machine_facts
+    except ImportError:  # pragma: no cover
+        return {}
+    return machine_facts()
+
+
+def _write_card(out: Path, card: dict[str, Any]) -> None:
+    from biaslens.report.card import render_card
+    from biaslens.report.run_folder import write_json, write_text
+
+    write_json(out / "card.json", card)
+    write_text(out / "card.html", render_card(card))
+
+
+def read_card(path: str | Path) -> dict[str, Any]:
+    """card.json of a card folder, or an error naming the file."""
+    f = Path(path) / "card.json"
+    try:
+        card = json.loads(f.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} is not a bias card folder (no card.json)") from None
+    except ValueError as e:
+        raise ConfigError(f"{f}: not valid JSON ({e})") from None
+    if not isinstance(card, dict) or not isinstance(card.get("methods"), list):
+        raise ConfigError(f"{f}: expected a bias card (a 'methods' list)")
+    return card
+
+
+def is_card(path: str | Path) -> bool:
+    return (Path(path) / "card.json").is_file()
+
+
+def _change_verdict(before: dict, after: dict) -> dict[str, Any]:
+    """Direction of the headline with its uncertainty: only intervals that do not overlap
+    count as a change (conservative for two independent 95% intervals)."""
+    b, a = before.get("value"), after.get("value")
+    if b is None or a is None:
+        return {"verdict": "no verdict", "reason": "a headline value is missing"}
+    lo_b, hi_b, lo_a, hi_a = (before.get("ci_low"), before.get("ci_high"), after.get("ci_low"), after.get("ci_high"))
+    if None in (lo_b, hi_b, lo_a, hi_a):
+        return {"verdict": "no verdict", "change": a - b,
+                "reason": "no interval on one side: a difference without uncertainty is not a verdict"}
+    if hi_a < lo_b:
+        word = "went down"
+    elif lo_a > hi_b:
+        word = "went up"
+    else:
+        word = "no detectable change"
+    return {"verdict": word, "change": a - b,
+            "reason": f"95% intervals {lo_b:.3g} to {hi_b:.3g} before, {lo_a:.3g} to {hi_a:.3g} after"
+                      + ("" if word == "no detectable change" else " do not overlap")}
+
+
+def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | None = None) -> dict[str, Any]:
+    """Compare two bias cards method by method and write ``out/card-compare.html`` (+ JSON).
+
+    A method is compared only when both cards ran it and its two runs measured the same
+    thing (``biaslens compare``'s checks: dataset, prompt selection, decoding, scorer,
+    perplexity definition); otherwise the row says "not comparable" and why. Where the
+    suite has a paired comparison (generation bias: paired bootstrap over shared prompts),
+    that verdict is used; elsewhere a change needs non-overlapping 95% intervals.
+    """
+    from biaslens.suites.compare import SECTIONS, compare_runs, load_entry, run_differences
+
+    before, after = Path(before), Path(after)
+    cb, ca = read_card(before), read_card(after)
+    out = Path(out) if out else before.resolve().parent / f"card-compare-{before.resolve().name}-vs-{after.resolve().name}"
+    out.mkdir(parents=True, exist_ok=True)
+    rows_a = {r["suite"]: r for r in ca["methods"]}
+    rows = []
+    for rb in cb["methods"]:
+        suite, ra = rb["suite"], rows_a.get(rb["suite"])
+        row = {"suite": suite, "title": rb.get("title", suite), "before": rb.get("value"),
+               "after": (ra or {}).get("value"), "headline": rb.get("headline"), "report": None}
+        if ra is None or rb.get("status") != "complete" or ra.get("status") != "complete":
+            row.update(verdict="not comparable", reason="the method did not complete on both cards")
+            rows.append(row)
+            continue
+        if rb.get("headline") != ra.get("headline"):
+            row.update(verdict="not comparable", reason="different headline metrics")
+            rows.append(row)
+            continue
+        entries = [load_entry(before / suite, "before"), load_entry(after / suite, "after")]
+        diffs = run_differences(entries, suite)
+        if diffs:
+            row.update(verdict="not comparable",
+                       reason="the runs differ in " + ", ".join(d["what"] for d in diffs))
+            rows.append(row)
+            continue
+        row.update(_change_verdict(rb, ra))
+        if suite in SECTIONS:  # the suite's own comparison page, with its paired statistics
+            try:
+                m = compare_runs([before / suite, after / suite], out / suite, ["before", "after"])
+                row["report"] = f"{suite}/report.html"
+                paired = ((m.get(suite) or {}).get("fgb_change_vs_first") or {}).get("after")
+                if paired and paired.get("verdict"):
+                    ci = paired.get("ci")
+                    row.update(verdict=paired["verdict"], change=paired.get("change"),
+                               reason=(f"paired bootstrap over shared prompts, 95% CI {ci[0]:+.3g} to {ci[1]:+.3g}"
+                                       if ci else paired.get("reason") or ""))
+            except ConfigError as e:
+                row.update(verdict="not comparable", reason=str(e))
+        rows.append(row)
+    result = {"format_version": CARD_FORMAT_VERSION, "before": {"card": str(before), "model": cb.get("model"),
+                                                                  "budget": cb.get("budget")},
+              "after": {"card": str(after), "model": ca.get("model"), "budget": ca.get("budget")},
+              "methods": rows, "out": str(out)}
+    if cb.get("budget") != ca.get("budget"):
+        result["warning"] = (f"the cards used different budgets ({cb.get('budget')} vs {ca.get('budget')}): "
+                             "methods whose sizes differ are marked not comparable")
+    from biaslens.report.card import render_card_compare
+    from biaslens.report.run_folder import write_json, write_text
+
+    write_json(out / "card-compare.json", result)
+    write_text(out / "card-compare.html", render_card_compare(result))
+    return result

@@ -1,0 +1,38 @@
+"""``biaslens card``: every method on one model at a stated budget, on one page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def card(
+    model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model: the embedded one, 'fake', a local folder or a Hub id."),
+    budget: str = typer.Option("default", "--budget", help="smoke (wiring, ~1 min), default (minutes on the embedded model), paper (each suite's paper sizes)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Card folder [default: runs/card-MODEL-TIME]."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="Comma-separated subset of: holistic-likelihood, redditbias, holistic-generation, fairpair, community."),
+    device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:N or mps."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Call cache folder [default: the user cache]."),
+    seed: int = typer.Option(0, "--seed"),
+):
+    """Run every bias method that applies to MODEL and write one page (card.html): a verdict per
+    method with its uncertainty, the scorer cards and links to each full report. Compare two cards
+    with `biaslens compare CARD_BEFORE CARD_AFTER`."""
+    from biaslens.cli.app import _guard
+
+    _guard(_card, model, budget, out, methods, device, cache_dir, seed)
+
+
+def _card(model, budget, out, methods, device, cache_dir, seed) -> None:
+    from biaslens.card import make_card
+    from biaslens.cli.app import console
+
+    config = {"model": {"name": model, "device": device}, "seed": seed}
+    if cache_dir is not None:
+        config["cache_dir"] = str(cache_dir)
+    chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
+    card = make_card(config, out=out, budget=budget, methods=chosen, console=console)
+    for r in card["methods"]:
+        console.print(f"{r['suite']}: {r['verdict']}", markup=False, soft_wrap=True)

@@ -1,0 +1,90 @@
+"""The bias card's page and the page comparing two cards (every text escaped by the
+report template; links only to files inside the card folder)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from biaslens import __version__
+from biaslens.report.html import Section, Table, render_report
+
+
+def _interval(row: dict[str, Any]) -> str:
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    return "–" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+
+
+def _value(v: Any) -> str:
+    return "–" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _direction(row: dict[str, Any]) -> str:
+    hib, ideal = row.get("higher_is_better"), row.get("ideal")
+    if hib is None:
+        return "–" if ideal is None else f"ideal {ideal:g}"
+    return "higher is better" if hib else "lower is better" + ("" if ideal is None else f" (ideal {ideal:g})")
+
+
+def render_card(card: dict[str, Any]) -> str:
+    """One page: the verdict per method first, then each method's numbers, warnings and scorers."""
+    methods = card["methods"]
+    headline = pd.DataFrame([{
+        "method": r.get("title", r["suite"]), "verdict": r.get("verdict"), "headline metric": r.get("headline") or "–",
+        "value": _value(r.get("value")), "95% interval": _interval(r), "direction": _direction(r),
+        "status": r.get("status"), "seconds": r.get("seconds")} for r in methods])
+    done = sum(r.get("status") == "complete" for r in methods)
+    settings = "; ".join(f"{suite}: {s}" for suite, s in (card.get("budget_settings") or {}).items() if s)
+    sections = [Section(
+        "Verdicts",
+        f"{done} of {len(methods)} methods ran to completion on {card['model']} at the '{card['budget']}' budget "
+        f"({settings or 'each suite its own defaults'}). Each verdict carries its own uncertainty (interval, noise "
+        "floor or test); a method that failed or does not apply says so and gives no number. Smaller budgets give "
+        "wider intervals: read the interval, not only the value.",
+        tables=[Table("One line per method", headline, max_rows=20)])]
+    for r in methods:
+        links = [("full report", r["report"])] if r.get("report") else []
+        if r.get("status") != "complete":
+            sections.append(Section(r.get("title", r["suite"]), r.get("verdict", ""), links=links))
+            continue
+        entries = pd.DataFrame([{"metric": e.get("name"), "value": _value(e.get("value")), "95% interval": _interval(e),
+                                 "interval method": e.get("interval") or "–", "n used": e.get("n_used"),
+                                 "n missing": e.get("n_missing"), "what it is": e.get("description") or ""}
+                                for e in r.get("entries") or []])
+        tables = [Table("Metrics", entries, max_rows=30)] if len(entries) else []
+        cards = r.get("scorer_cards") or []
+        if cards:
+            tables.append(Table("Scorers that judged the text (scorer cards)", pd.DataFrame([{
+                "role": c.get("role"), "scorer": c.get("name"), "warning": c.get("warning") or "",
+                "accuracy": (c.get("accuracy") or {}).get("accuracy")} for c in cards])))
+        intro = r.get("verdict", "")
+        if r.get("warnings"):
+            intro += " Warnings: " + " ".join(r["warnings"])
+        sections.append(Section(r.get("title", r["suite"]), intro, tables=tables, links=links))
+    machine = card.get("machine") or {}
+    run = {"suite": "bias card", "model": card["model"], "status": "complete", "started": None,
+           "elapsed_seconds": card.get("elapsed_seconds"), "biaslens_version": __version__,
+           "details": {"budget": card["budget"], "machine": f"{machine.get('cpu_model', '?')}, "
+                                                            f"{machine.get('cpus', '?')} cores"}}
+    warnings = [f"{r.get('title', r['suite'])}: {r['verdict']}" for r in methods if r.get("status") == "failed"]
+    return render_report(title=f"Bias card: {card['model']}", run=run, sections=sections, warnings=warnings)
+
+
+def render_card_compare(result: dict[str, Any]) -> str:
+    """Method by method: before, after, and a guarded verdict with its reason."""
+    rows = pd.DataFrame([{"method": r.get("title", r["suite"]), "headline metric": r.get("headline") or "–",
+                          "before": _value(r.get("before")), "after": _value(r.get("after")),
+                          "verdict": r.get("verdict"), "why": r.get("reason") or ""} for r in result["methods"]])
+    links = [(f"{r['suite']} comparison", r["report"]) for r in result["methods"] if r.get("report")]
+    b, a = result["before"], result["after"]
+    sections = [Section(
+        "Before and after",
+        f"Before: {b['model']} ({b['card']}); after: {a['model']} ({a['card']}). A change is reported only with its "
+        "uncertainty: a paired bootstrap where the method has one, else two 95% intervals that do not overlap. "
+        "Methods whose runs measured different things are 'not comparable', with the reason.",
+        tables=[Table("Per method", rows, max_rows=20)], links=links)]
+    run = {"suite": "bias card comparison", "model": f"{b['model']} vs {a['model']}", "status": "complete",
+           "started": None, "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}
+    return render_report(title=f"Bias cards: {b['model']} vs {a['model']}", run=run, sections=sections,
+                         warnings=[result["warning"]] if result.get("warning") else [])
