@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
-import sys
 import time
 from pathlib import Path
+from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,8 +78,7 @@ def main() -> None:
         "new_tokens_per_prompt": args.new_tokens, "decoding": "greedy", "generated_tokens": tokens,
         "threads": args.threads, "model_load_seconds": round(load_s, 2), "results": results,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "machine": {"cpus": os.cpu_count(), "machine": platform.machine(), "python": sys.version.split()[0],
-                    "torch": torch.__version__},
+        "machine": machine_facts(),
         "example": {"prompt": prompts[0], "response": one[0]},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

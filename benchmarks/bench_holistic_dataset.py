@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DIR = Path(os.environ.get("BIASLENS_REFERENCE_DIR", HERE.parents[1] / "shared" / "reference")) / "holistic_bias" / "v1.0"
@@ -77,9 +78,7 @@ def main() -> None:
         "authors_generator": AUTHORS,
         "results": results,
         "rusage_children_maxrss_mb": round(children, 1),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
+        "machine": machine_facts(),
     }
     out = HERE / "results" / "holistic_dataset.json"
     out.parent.mkdir(parents=True, exist_ok=True)

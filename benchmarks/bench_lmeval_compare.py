@@ -26,12 +26,12 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
 #: lm-eval version this benchmark was written against (its HF backend's internals are used)
@@ -283,8 +283,7 @@ def main() -> None:
     }
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    result["machine"] = {"cpus": os.cpu_count(), "machine": platform.machine(), "python": sys.version.split()[0],
-                         "torch": torch.__version__, "cpu_bf16": cpu_has_bf16()}
+    result["machine"] = {**machine_facts(), "cpu_bf16": cpu_has_bf16()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps({k: result[k] for k in ("ratios", "targets_met")}, indent=2))

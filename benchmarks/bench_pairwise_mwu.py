@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import resource
 import sys
 import time
@@ -39,6 +38,7 @@ except ImportError:
     sys.path.insert(0, str(ROOT / "src"))
 
 from biaslens.metrics import likelihood_bias, pairwise_mannwhitney  # noqa: E402
+from biaslens.machine import machine_facts
 
 REFERENCE = Path(os.environ.get("HB_REFERENCE", "/work/shared/reference/holistic_bias/v1.0"))
 # Ungendered descriptors per axis in v1.0 (descriptor_noun + noun_descriptor phrases).
@@ -202,11 +202,10 @@ def main() -> None:
         "fraction_significant_holm": float(sig["significant_holm"].mean()),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "seed": SEED,
-        "python": platform.python_version(),
+        "machine": machine_facts(),
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "pandas": pd.__version__,
-        "cpu_count": os.cpu_count(),
     }
     path = ROOT / "benchmarks" / "results" / "pairwise_mwu.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
-import sys
 import time
 from pathlib import Path
+from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,8 +102,7 @@ def main() -> None:
         "target_speedup": 4.0,
         "max_abs_logprob_diff_naive_vs_batched": max(diffs),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "machine": {"cpus": os.cpu_count(), "machine": platform.machine(), "python": sys.version.split()[0],
-                    "torch": torch.__version__},
+        "machine": machine_facts(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))

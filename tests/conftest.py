@@ -178,3 +178,20 @@ def style_encoder():
             return default_encoder()
         except ScorerError as e:
             pytest.skip(f"sentence encoder unavailable: {e}")
+
+
+# -- lines a test hands to pytest's terminal summary (not printed between the progress dots) --
+_SUMMARY_LINES = pytest.StashKey[dict]()
+
+
+@pytest.fixture
+def terminal_summary_lines(request) -> dict[str, list[str]]:
+    """A dict title -> lines that pytest prints in its terminal summary at the end."""
+    return request.config.stash.setdefault(_SUMMARY_LINES, {})
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    for title, lines in config.stash.get(_SUMMARY_LINES, {}).items():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.line(line)

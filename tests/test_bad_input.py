@@ -9,8 +9,9 @@ exception type (KeyError, TypeError, RecursionError, ...) fails the test.
 Inputs: random bytes and text, random JSON/YAML values, adversarial samples (empty file, BOM,
 non-UTF-8 bytes, NUL bytes, huge fields, deep nesting, YAML tags and aliases, NaN/Infinity,
 line separators inside strings), valid files with random edits, and valid structures with one
-node replaced by a value of another type. The number of cases tried per format is printed at
-the end of the module (``test_zz_report_counts``) and recorded in ``docs/reliability.md``.
+node replaced by a value of another type. The number of cases tried per format is shown in
+pytest's terminal summary (``test_zz_report_counts`` hands it over) and recorded in
+``docs/reliability.md``.
 
 Also: templates and keyword files are filled by plain substitution, never ``str.format``.
 """
@@ -395,10 +396,9 @@ def test_fairpair_templates_filled_by_plain_substitution(tmp_path):
     assert p("John said he lost his {0} key.") == "Jane said {0} lost {x.__class__} {0} key."
 
 
-def test_zz_report_counts(capsys):
-    """Print the cases tried per format (runs last in this module)."""
+def test_zz_report_counts(terminal_summary_lines):
+    """Hand the cases tried per format to pytest's terminal summary (runs last in this
+    module; printed there rather than between the progress dots)."""
     assert COUNTS, "run the whole module to get the counts"
-    with capsys.disabled():
-        print("\nbad-input cases tried per format:")
-        for fmt, n in sorted(COUNTS.items()):
-            print(f"  {fmt:40s} {n:6d}")
+    lines = terminal_summary_lines.setdefault("bad-input cases tried per format", [])
+    lines[:] = [f"{fmt:40s} {n:6d}" for fmt, n in sorted(COUNTS.items())]
