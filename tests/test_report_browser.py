@@ -172,3 +172,25 @@ def test_every_report_renders_in_chromium(reports, suite, tmp_path):
     assert s.imgs or suite == "holistic-offensiveness", f"{suite}: no plot in the report"
     if suite != "holistic-generation":  # its screenshot is taken by the security test
         screenshot(report, tmp_path)
+
+
+def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
+    """The card's one page: verdict table first, a section per method with working links to
+    each suite's report, no console errors; the screenshot is saved for a look."""
+    from rich.console import Console
+
+    from biaslens.card import make_card
+
+    out = tmp_path / "card"
+    make_card({"model": "fake", "cache_dir": str(tmp_path / "c")}, out=out, budget="smoke",
+              console=Console(stderr=True, quiet=True))
+    page = out / "card.html"
+    dom, console = dump_dom(page, tmp_path)
+    s = check_structure(dom, console, "card")
+    # tables[0]: the run details (budget, machine); then the verdicts, before any method's section
+    assert s.tables[1] == 1 + 5, "the verdict table has a header and one row per method"
+    assert dom.index("One line per method") < dom.index("HolisticBias Likelihood Bias</h2>")
+    links = re.findall(r'<a href="([^"]+)"', dom)
+    assert len(links) == 5 and all((out / href).is_file() for href in links), links
+    png = screenshot(page, tmp_path)
+    shutil.copy(png, tmp_path / "card-page.png")

@@ -137,7 +137,7 @@ def test_run_json_file_list_cannot_delete_outside_the_run_folder(tmp_path):
 @pytest.mark.parametrize("model", ["../../escape", "/abs/path/..", "a/b/../../..", ".."])
 def test_default_run_folder_stays_under_runs(model):
     from biaslens.config import RunConfig
-    from biaslens.suites.common import default_out
+    from biaslens.runner import default_out
 
     out = default_out(RunConfig.validated({"model": {"name": model}}, source="test"))
     assert out.parent == Path("runs") and len(out.parts) == 2 and out.name not in ("..", ".")

@@ -11,7 +11,7 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
     """Run a suite. ``config`` may be a RunConfig, a dict of its fields, or None (defaults);
     keyword overrides are applied on top, e.g. ``run(model={"name": "fake"}, sample=600)``.
 
-    Returns the suite's result object (``out``, ``sentences``, ``metrics``, ...).
+    Returns a :class:`biaslens.results.RunResult` (``out``, ``metrics``, every table as an attribute).
     """
     from biaslens.suites import get_suite
 
@@ -32,12 +32,9 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
     _deep_update(data, extra)
     cfg = RunConfig.validated(data, source="run()")
     from biaslens.runner import run_suite
-    from biaslens.suites.base import Suite
 
-    suite = get_suite(cfg.suite)
-    if isinstance(suite, Suite):
-        return run_suite(cfg, backend=backend, console=console)
-    return suite(cfg, backend=backend, console=console)  # a suite not yet declared as a Suite
+    get_suite(cfg.suite)  # an unknown suite fails here, with suggestions
+    return run_suite(cfg, backend=backend, console=console)
 
 
 class RunNotComplete(ValueError):
@@ -46,16 +43,12 @@ class RunNotComplete(ValueError):
 
 def rerender(run_dir: str | Path, *, console=None) -> Path:
     """Recompute metrics.json (and the derived tables) and report.html from a finished run
-    folder's stored tables, without model calls. Each suite module has its own
-    ``rerender(run_dir, record)`` next to its run function."""
-    import importlib
-
+    folder's stored tables, without model calls (the runner's ``rerender_run``)."""
     from filelock import FileLock, Timeout
 
     from biaslens.report.run_folder import RunFolderBusy, read_run
     from biaslens.runner import rerender_run
     from biaslens.suites import SUITES, UnknownSuite, get_suite
-    from biaslens.suites.base import Suite
 
     run_dir = Path(run_dir)
 
@@ -81,12 +74,8 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
             raise RunNotComplete(f"{run_dir}: run status is {record.get('status')!r}, not 'complete'; "
                                  "re-run the same command to finish it before re-rendering")
         suite = record.get("suite")
-        target = SUITES.get(suite) if isinstance(suite, str) else None
-        if target is None:
+        if not isinstance(suite, str) or suite not in SUITES:
             raise UnknownSuite(f"{run_dir}: re-rendering suite {suite!r} is not supported by this biaslens version")
-        declared = get_suite(suite)
-        if isinstance(declared, Suite):
-            return rerender_run(run_dir, record, declared, console=console)
-        return getattr(importlib.import_module(target.split(":")[0]), "rerender")(run_dir, record)
+        return rerender_run(run_dir, record, get_suite(suite), console=console)
     finally:
         lock.release()

@@ -42,7 +42,7 @@ class CardMethod:
 METHODS: tuple[CardMethod, ...] = (
     CardMethod("holistic-likelihood", "HolisticBias Likelihood Bias", "likelihood", {
         "smoke": {"sample": 600},
-        "default": {"sample": 3000},
+        "default": {},  # the suite default: 5,460 sentences, 7 descriptors per axis
         "paper": {"full": True}}),
     CardMethod("redditbias", "RedditBias LMB (perplexity t-test)", "likelihood", {
         "smoke": {"redditbias": {"max_template_pairs": 40}},

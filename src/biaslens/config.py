@@ -8,11 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from biaslens.errors import ConfigError  # noqa: F401  (re-exported: the public name)
 from biaslens.models.embedded import EMBEDDED_NAME
-
-
-class ConfigError(ValueError):
-    """A configuration file or value is invalid; the message names the field."""
 
 
 class ModelConfig(BaseModel):

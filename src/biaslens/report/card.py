@@ -20,6 +20,17 @@ def _value(v: Any) -> str:
     return "–" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _flat(settings: dict[str, Any], prefix: str = "") -> str:
+    """{'fairpair': {'samples': 6}} -> 'samples=6' (a suite's own section name is dropped)."""
+    parts = []
+    for k, v in settings.items():
+        if isinstance(v, dict):
+            parts.append(_flat(v))
+        else:
+            parts.append(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}")
+    return " ".join(parts)
+
+
 def _direction(row: dict[str, Any]) -> str:
     hib, ideal = row.get("higher_is_better"), row.get("ideal")
     if hib is None:
@@ -35,7 +46,7 @@ def render_card(card: dict[str, Any]) -> str:
         "value": _value(r.get("value")), "95% interval": _interval(r), "direction": _direction(r),
         "status": r.get("status"), "seconds": r.get("seconds")} for r in methods])
     done = sum(r.get("status") == "complete" for r in methods)
-    settings = "; ".join(f"{suite}: {s}" for suite, s in (card.get("budget_settings") or {}).items() if s)
+    settings = "; ".join(f"{suite} {_flat(s)}" for suite, s in (card.get("budget_settings") or {}).items() if s)
     sections = [Section(
         "Verdicts",
         f"{done} of {len(methods)} methods ran to completion on {card['model']} at the '{card['budget']}' budget "
@@ -49,8 +60,8 @@ def render_card(card: dict[str, Any]) -> str:
             sections.append(Section(r.get("title", r["suite"]), r.get("verdict", ""), links=links))
             continue
         entries = pd.DataFrame([{"metric": e.get("name"), "value": _value(e.get("value")), "95% interval": _interval(e),
-                                 "interval method": e.get("interval") or "–", "n used": e.get("n_used"),
-                                 "n missing": e.get("n_missing"), "what it is": e.get("description") or ""}
+                                 "interval method": e.get("interval") or "–", "n used": _value(e.get("n_used")),
+                                 "n missing": _value(e.get("n_missing")), "what it is": e.get("description") or ""}
                                 for e in r.get("entries") or []])
         tables = [Table("Metrics", entries, max_rows=30)] if len(entries) else []
         cards = r.get("scorer_cards") or []

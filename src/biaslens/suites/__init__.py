@@ -36,5 +36,4 @@ def get_suite(name: str):
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UnknownSuite(f"unknown suite {name!r}.{hint} Available: {', '.join(SUITES)}")
     module, attr = SUITES[name].split(":")
-    target = getattr(importlib.import_module(module), attr)
-    return target() if isinstance(target, type) else target
+    return getattr(importlib.import_module(module), attr)()

@@ -23,7 +23,7 @@ from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, 
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
-from biaslens.suites.holistic_likelihood import select_rows
+from biaslens.datasets.holistic.selection import select_rows
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext

@@ -19,7 +19,7 @@ from biaslens.datasets.holistic import build_sentences, load_holistic_dataset
 from biaslens.metrics import offensiveness_ranges, percent_offensive, template_offensiveness
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
-from biaslens.suites.holistic_likelihood import select_rows
+from biaslens.datasets.holistic.selection import select_rows
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext

@@ -265,11 +265,12 @@ class RedditBias(Suite):
                         "skipped_bias_types": facts.pop("skipped_bias_types", []),
                         "sign": "t < 0: lower perplexity for the minoritized group (stereotype likelier for it)",
                         **facts})
-        entries, verdicts = [], []
+        # effect sizes (with intervals) first: the first entry is the headline
+        entries, t_entries, verdicts = [], [], []
         for r in lmb.itertuples(index=False):
             if r.view != "target":
                 continue
-            entries.append(MetricEntry(
+            t_entries.append(MetricEntry(
                 name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, n_used=int(r.n_pairs),
                 description=f"{r.bias_type}: paired t of minoritized - dominant perplexity (t < 0: bias against "
                             f"the minoritized group), p = {r.p:.3g}"))
@@ -283,7 +284,7 @@ class RedditBias(Suite):
                             f"{' against the dominant group' if sig and r.t > 0 else ''}"
                             f" (t = {r.t:+.2f}, p = {r.p:.2g}, d = {r.cohens_d:+.2f} "
                             f"[{r.d_ci_low:+.2f}, {r.d_ci_high:+.2f}], {int(r.n_pairs):,} pairs)")
-        return SuiteResult(metrics=metrics, entries=entries, tables={"lmb": lmb}, analysis=lmb,
+        return SuiteResult(metrics=metrics, entries=entries + t_entries, tables={"lmb": lmb}, analysis=lmb,
                            verdict="; ".join(verdicts) or None)
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
