@@ -184,6 +184,15 @@ def open_cache(config: RunConfig) -> CallCache | None:
     return CallCache(root / "calls.sqlite")
 
 
+def executor_for(config: RunConfig):
+    """The executor a RunConfig asks for, connected (None: batches run in this process)."""
+    if config.executor.kind == "local":
+        return None
+    from biaslens.engine.executors import executor_from_config
+
+    return executor_from_config(config.executor, config.model)
+
+
 def load_backend(config: RunConfig, executor=None) -> Backend:
     """The model a RunConfig names. With a remote executor the driver's copy only tokenizes,
     orders batches and names cache keys, so it stays on the CPU and is not compiled."""
@@ -201,11 +210,7 @@ def model_calls_from_config(config: RunConfig, backend: Backend | None = None) -
     ``backend``: an already loaded model to use instead of loading ``config.model``.
     The executor connects before the model loads, so a bad cluster address fails fast.
     """
-    executor = None
-    if config.executor.kind != "local":
-        from biaslens.engine.executors import executor_from_config
-
-        executor = executor_from_config(config.executor, config.model)
+    executor = executor_for(config)
     if backend is None:
         backend = load_backend(config, executor)
     return ModelCalls(backend, cache=open_cache(config), batch_size=config.model.batch_size, executor=executor)

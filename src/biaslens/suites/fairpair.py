@@ -32,6 +32,7 @@ from biaslens.datasets.fairpair import (
     parse_name_pair,
     select_occupations,
 )
+from biaslens.engine.calls import ModelCalls
 from biaslens.engine.progress import progress_reporter
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.fairpair import (
@@ -371,7 +372,7 @@ def run_fairpair(config: RunConfig, *, backend: Backend | None = None, console=N
             with folder.timer("perturbation"):
                 if opts.perturber == "llm":
                     pbackend = _perturber_backend(config, opts, backend)
-                    llm = LLMPerturber(pbackend, cache=cache, batch_size=config.model.batch_size)
+                    llm = LLMPerturber(ModelCalls(pbackend, cache=cache, batch_size=config.model.batch_size))
                     n_a = int((rows["set"] == "A").sum())
                     with progress_reporter(console, "perturbing (LLM)", total=n_a) as report:
                         llm.progress = report
