@@ -1,9 +1,9 @@
 """The model interface every suite uses (torch-free: importing it loads no framework).
 
-A backend turns texts into per-token log-probabilities (``score``) and, later,
-prompts into samples (``generate``). Everything around the forward pass
-(caching, length-sorted batching, progress) lives in :mod:`biaslens.engine`,
-once, so a backend only writes the model call.
+A backend turns texts into per-token log-probabilities (``score_batch``) and prompts
+into samples (``generate_batch``, with the typed :class:`GenerationParams`). Everything
+around the forward pass (caching, batching, executors, progress) lives in
+:mod:`biaslens.engine.calls`, once, so a backend only writes the model call.
 """
 
 from __future__ import annotations
@@ -206,11 +206,11 @@ class Backend(abc.ABC):
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         """Score each text; return one :class:`TokenScores` per text, same order."""
 
-    def render_prompt(self, request, params) -> str:
+    def render_prompt(self, request: GenerationRequest, params: GenerationParams) -> str:
         """The exact text the model sees for a generation request (it goes into the cache key)."""
         return "\n".join((*request.context, request.prompt))
 
-    def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+    def generate_batch(self, prompts: list[str], params: GenerationParams, seeds: list[int]) -> list[str]:
         """Generate one response per rendered prompt; ``seeds[i]`` seeds row i's sampling."""
         raise ModelError(f"backend {self.info.backend!r} cannot generate text")
 
