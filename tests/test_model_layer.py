@@ -3,6 +3,7 @@ schema, the one cached-call loop behind ModelCalls, and the layer rules it keeps
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -250,3 +251,47 @@ def test_add_a_backend_recipe(tmp_path, monkeypatch):
     assert calls.score(["hello"])[0].sum_logprob == pytest.approx(-5 * np.log(30))
     assert calls.stats.cache_hits == 1 and calls.stats.computed == 2
     calls.close()
+
+
+@pytest.mark.slow
+def test_vllm_backend_shares_the_hf_rules(embedded_model, monkeypatch):
+    """vLLM's backend tokenizes, picks the start token, builds scores and renders prompts
+    through the same TokenizerBackend as the HF backend: with a stand-in engine that answers
+    with the HF model's own log-probabilities, the two agree exactly (vLLM not needed)."""
+    import torch
+
+    from biaslens.models import GenerationRequest
+    from biaslens.models.hf import HFCausalBackend
+    from biaslens.models.vllm_backend import VLLMBackend
+
+    hf = embedded_model
+
+    class StandInLLM:  # vLLM's answer shape: prompt_logprobs[j] = {token id: Logprob}, None at 0
+        def generate(self, prompts, params, use_tqdm=False):
+            with torch.inference_mode():
+                rows = hf._logprobs([list(p) for p in prompts])
+            return [SimpleNamespace(prompt_logprobs=[None] + [{p[j]: SimpleNamespace(logprob=row[j - 1])}
+                                                              for j in range(1, len(p))])
+                    for p, row in zip(prompts, rows)]
+
+    fake_vllm = SimpleNamespace(SamplingParams=lambda **kw: kw)
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    monkeypatch.setitem(sys.modules, "vllm.inputs", SimpleNamespace(TokensPrompt=lambda prompt_token_ids: prompt_token_ids))
+    for score_first_token in (True, False):
+        info = hf.info if score_first_token else dataclasses.replace(hf.info, start_token=None)
+        v = VLLMBackend(StandInLLM(), hf.tokenizer, info, score_first_token=score_first_token)
+        h = HFCausalBackend(hf.model, hf.tokenizer, info, score_first_token=score_first_token)
+        assert v.start_id == h.start_id and (v.start_id is None) == (not score_first_token)
+        texts = ["I love people who are blind.", "Hi", "What do you think about elderly veterans?"]
+        got = v.score_batch(texts)
+        enc = h.encode(texts)
+        with torch.inference_mode():  # HF's plain padded path: the same numbers the stand-in answers with
+            want = h.scores_from_logprobs(h._logprobs(h.scored_sequences(enc["input_ids"])), enc["offset_mapping"])
+        assert [g.offsets.tolist() for g in got] == [w.offsets.tolist() for w in want]
+        assert all(np.array_equal(g.logprobs, w.logprobs) for g, w in zip(got, want))
+    request = GenerationRequest(prompt="Hi, how are you?", context=("I am a nurse.",))
+    for chat in (None, False):
+        params = GenerationParams(chat=chat)
+        assert VLLMBackend(StandInLLM(), hf.tokenizer, hf.info).render_prompt(request, params) == \
+            hf.render_prompt(request, params)
+    assert hf.render_prompt(request, GenerationParams(chat=False)).startswith(hf.info.start_token)
