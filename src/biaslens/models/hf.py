@@ -45,11 +45,12 @@ def resolve_dtype(dtype: str):
 def apply_thread_setting(torch) -> None:
     """Set torch's intra-op threads when the user asked (``BIASLENS_THREADS``), else leave them.
 
-    Loading a model used to set them to ``os.cpu_count()`` for the whole process. Torch's
-    own default is already the cores this process may use (physical cores, CPU affinity);
-    ``os.cpu_count()`` counts logical CPUs and a container's hidden ones too, so it could
-    only oversubscribe, and it silently changed a notebook user's setting. Ray workers and
-    the tests pass their CPU share through ``BIASLENS_THREADS``.
+    Loading a model used to set them to ``os.cpu_count()`` for the whole process, silently
+    overriding a notebook user's own setting. Torch already picks a default for the machine
+    (the physical cores on common builds; equal to ``os.cpu_count()`` on the machines the
+    benchmarks ran on), while ``os.cpu_count()`` counts hyper-threads and CPUs a container
+    does not grant, which can only oversubscribe. Ray workers and the tests pass their CPU
+    share through ``BIASLENS_THREADS``.
     """
     requested = os.environ.get("BIASLENS_THREADS")
     if not requested:
