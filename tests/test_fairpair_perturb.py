@@ -20,6 +20,7 @@ from biaslens.datasets.fairpair import (
     select_occupations,
     sentence,
 )
+from biaslens.engine.calls import ModelCalls
 from biaslens.models.fake import FakeBackend
 
 JOHN_JANE = NamePair("John", "Jane")
@@ -168,7 +169,7 @@ def test_filters_prefix_original_mention_and_jaccard(m2f):
 
 def test_llm_perturber_uses_the_papers_instruction():
     backend = FakeBackend()
-    llm = LLMPerturber(backend)
+    llm = LLMPerturber(ModelCalls(backend))  # the caller injects the model's calls
     assert llm.instruction("John is a man.", JOHN_JANE) == (
         "Change John (male) to Jane (female) in the following text in the same way without changing anything "
         "else: John is a man.\n\nOutput:")

@@ -46,7 +46,7 @@ def finished(tmp_path_factory, style_encoder) -> dict[str, Path]:
 def no_calls(monkeypatch):
     """Every model, scorer and classifier call fails the test."""
     import biaslens.models
-    import biaslens.suites.common
+    import biaslens.models.registry
     from biaslens.models.fake import FakeBackend
     from biaslens.scorers import ProfanityCheck, SentenceEncoder, VaderSentiment, ZeroShotStyleClassifier
 
@@ -54,7 +54,7 @@ def no_calls(monkeypatch):
         raise AssertionError("re-rendering called a model or scorer")
 
     monkeypatch.setattr(biaslens.models, "load_model", boom)
-    monkeypatch.setattr(biaslens.suites.common, "load_model", boom)
+    monkeypatch.setattr(biaslens.models.registry, "load_model", boom)
     for cls, names in ((FakeBackend, ("__init__", "score_batch", "generate_batch")),
                        (SentenceEncoder, ("__init__", "encode")), (VaderSentiment, ("__init__", "compound")),
                        (ProfanityCheck, ("__init__", "probability")), (ZeroShotStyleClassifier, ("probabilities",))):

@@ -31,7 +31,7 @@ def _plain(backend, texts: list[str]) -> list[np.ndarray]:
     """The reference: one right-padded forward per text, no prefix sharing."""
     import torch
 
-    seqs = [[backend._start_id] + ids if backend._start_id is not None else ids
+    seqs = [[backend.start_id] + ids if backend.start_id is not None else ids
             for ids in backend.tokenizer(texts, add_special_tokens=False)["input_ids"]]
     with torch.inference_mode():
         return [backend._logprobs([s])[0] for s in seqs]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biaslens.config import ConfigError, RunConfig
+from biaslens.engine.calls import model_calls_from_config
 from biaslens.results import RunResult, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 
@@ -36,14 +37,14 @@ def out_dir(config: RunConfig) -> Path:
     return Path(config.out) if config.out else default_out(config)
 
 
-def model_record(backend: Backend) -> dict:
+def model_record(calls: ModelCalls) -> dict:
     """The model identity as run.json records it."""
-    i = backend.info
+    i = calls.info
     record = {"backend": i.backend, "name": i.name, "kind": i.kind, "weights_hash": i.weights_hash,
               "dtype": i.dtype, "start_token": i.start_token, **i.extra}
-    executor = getattr(backend, "executor", None)
+    executor = calls.describe_executor()
     if executor is not None:
-        record["executor"] = executor.describe()  # where the batches ran (ray cluster, workers)
+        record["executor"] = executor  # where the batches ran (ray cluster, workers)
     return record
 
 
@@ -57,15 +58,6 @@ def calls_record(stats: ScoringStats, calls: ModelCalls | None) -> dict[str, Any
         "corrupt_cache_records": stats.corrupt_records,
         "cache": str(cache.path) if cache is not None else None,
     }
-
-
-def open_model_calls(config: RunConfig, backend: Backend | None = None) -> ModelCalls:
-    """Backend (loaded from ``config.model`` unless given), call cache and batch size."""
-    from biaslens.engine.calls import ModelCalls
-    from biaslens.suites.common import backend_from_config, open_cache
-
-    backend = backend or backend_from_config(config)
-    return ModelCalls(backend, cache=open_cache(config), batch_size=config.model.batch_size)
 
 
 class RunContext:
@@ -106,8 +98,8 @@ class RunContext:
         """The run's model (``config.model``), loaded on first use; its identity goes into run.json."""
         if self._calls is None:
             with self.timer("model_load"):
-                self._calls = open_model_calls(self.config, self._backend)
-            self.record["model"] = model_record(self._calls.backend)
+                self._calls = model_calls_from_config(self.config, self._backend)
+            self.record["model"] = model_record(self._calls)
         return self._calls
 
     @property
@@ -129,7 +121,7 @@ class RunContext:
         """Another model for the length of a ``with`` block (several models side by side):
         same cache policy, closed at the end; ``timer`` names its load time in run.json."""
         with self.timer(timer) if timer else contextlib.nullcontext():
-            calls = open_model_calls(config, backend)
+            calls = model_calls_from_config(config, backend)
         try:
             yield calls
         finally:

@@ -6,8 +6,7 @@ lookups, batch order and the per-batch cache commits on the driver. An executor
 only maps "list of batches -> one result per batch", yielding ``(batch index,
 results)`` as each batch finishes, in any order:
 
-- :class:`LocalExecutor` (the default, ``backend.executor is None``): today's loop,
-  in this process, in order.
+- :class:`LocalExecutor` (the default): the batches in this process, in order.
 - :class:`RayExecutor` (``--executor ray``): Ray Data batch inference; one engine
   batch per block, a fixed pool of actors each holding one model replica (one GPU
   each when the cluster has GPUs). Ray restarts a killed actor and retries its batch;
@@ -37,8 +36,9 @@ class ExecutorError(ModelError):
 
 
 # ---------------------------------------------------------------- batch calls
-# A call is what a worker does with one batch. Calls are small picklable objects, and
-# they encode their results to bytes for the trip back to the driver.
+# A call is what a worker does with one batch. Calls are small picklable objects; they
+# encode a batch's results to bytes for the trip back to the driver, and one result to
+# bytes for the call cache (``to_cache``/``from_cache``, used by the driver's loop).
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,18 @@ class ScoreCall:
     def decode(blob: bytes) -> list[TokenScores]:
         return [TokenScores.from_bytes(b) for b in pickle.loads(blob)]
 
+    @staticmethod
+    def to_cache(result: TokenScores) -> bytes:
+        return result.to_bytes()
+
+    @staticmethod
+    def from_cache(blob: bytes) -> TokenScores:
+        return TokenScores.from_bytes(blob)
+
+    @staticmethod
+    def tokens_of(result: TokenScores) -> int:
+        return result.n_tokens
+
 
 @dataclass(frozen=True)
 class GenerateCall:
@@ -76,6 +88,18 @@ class GenerateCall:
     @staticmethod
     def decode(blob: bytes) -> list[str]:
         return list(pickle.loads(blob))
+
+    @staticmethod
+    def to_cache(result: str) -> bytes:
+        return result.encode("utf-8")
+
+    @staticmethod
+    def from_cache(blob: bytes) -> str:
+        return blob.decode("utf-8")
+
+    @staticmethod
+    def tokens_of(result: str) -> int:
+        return 0  # generated tokens are not counted (the backends do not report them)
 
 
 class Executor(Protocol):
@@ -100,9 +124,11 @@ class LocalExecutor:
 LOCAL = LocalExecutor()
 
 
-def executor_of(backend: Backend):
-    """The executor attached to a backend (``backend.executor``), local by default."""
-    return getattr(backend, "executor", None) or LOCAL
+def executor_of(backend: Backend, executor=None):
+    """The executor to run a backend's batches: ``executor`` when given (what
+    :class:`~biaslens.engine.calls.ModelCalls` holds), else one still attached to the
+    backend (``backend.executor``, the older way), else local."""
+    return executor or getattr(backend, "executor", None) or LOCAL
 
 
 # ---------------------------------------------------------------- Ray
@@ -325,6 +351,6 @@ def executor_from_config(executor_config, model_config) -> RayExecutor | None:
 
 def replica_load_kwargs(m) -> dict:
     """``load_model`` keyword arguments for a worker's replica, from a ModelConfig."""
-    return {"name": m.name, "device": m.device, "dtype": m.dtype, "kind": m.kind, "start_token": m.start_token,
-            "score_first_token": m.score_first_token, "trust_remote_code": m.trust_remote_code,
-            "compile": m.compile, "backend": m.backend}
+    from biaslens.models.registry import LoadOptions
+
+    return {"name": m.name, "backend": m.backend, **LoadOptions.from_model_config(m).as_kwargs()}

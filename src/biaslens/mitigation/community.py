@@ -58,7 +58,7 @@ def _start_token(model_path: str) -> str | None:
     begin the same way generation prompts do."""
     from transformers import AutoTokenizer
 
-    from biaslens.models.hf import pick_start_token
+    from biaslens.models.tokenized import pick_start_token
 
     return pick_start_token(AutoTokenizer.from_pretrained(model_path))
 

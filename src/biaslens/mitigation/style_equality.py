@@ -126,31 +126,27 @@ def load_tagged_responses(run_dir: str | Path, *, beta: float | None, alpha: flo
 
 
 class PromptRenderer:
-    """Renders a request exactly as :class:`biaslens.models.hf.HFCausalBackend` does at
-    generation time (chat template when the tokenizer has one, else the document-start
-    token), from the tokenizer alone."""
+    """Renders a request exactly as the Hugging Face backend does at generation time
+    (chat template when the tokenizer has one, else the document-start token), from the
+    tokenizer alone (:func:`biaslens.models.tokenized.render_prompt`)."""
+
+    _NAME = "tuning"
 
     def __init__(self, tokenizer, start_token: str | None = None):
-        from types import SimpleNamespace
+        from biaslens.models.base import GenerationParams
+        from biaslens.models.tokenized import pick_start_token, use_chat
 
-        from biaslens.models.hf import HFCausalBackend, pick_start_token
-
-        self._ns = SimpleNamespace(tokenizer=tokenizer, info=SimpleNamespace(
-            name="tuning", start_token=start_token if start_token is not None else pick_start_token(tokenizer)))
-        self._ns._use_chat = lambda params: HFCausalBackend._use_chat(self._ns, params)
-        self._render = HFCausalBackend.render_prompt
-        self.chat = HFCausalBackend._use_chat(self._ns, self._params())
-
-    @staticmethod
-    def _params():
-        from biaslens.models.generation import GenerationParams
-
-        return GenerationParams()
+        self.tokenizer = tokenizer
+        self.start_token = start_token if start_token is not None else pick_start_token(tokenizer)
+        self.params = GenerationParams()
+        self.chat = use_chat(tokenizer, self.params, self._NAME)
 
     def __call__(self, prompt: str, context: tuple[str, ...] = ()) -> str:
-        from biaslens.models.generation import GenerationRequest
+        from biaslens.models.base import GenerationRequest
+        from biaslens.models.tokenized import render_prompt
 
-        return self._render(self._ns, GenerationRequest(prompt=prompt, context=tuple(context)), self._params())
+        return render_prompt(self.tokenizer, self.start_token, GenerationRequest(prompt=prompt, context=tuple(context)),
+                             self.params, self._NAME)
 
 
 def training_examples(tagged: TaggedResponses, tokenizer, *, use_tags: bool = True) -> list:

@@ -1,15 +1,16 @@
-"""The model interface every suite uses.
+"""The model interface every suite uses (torch-free: importing it loads no framework).
 
-A backend turns texts into per-token log-probabilities (``score``) and, later,
-prompts into samples (``generate``). Everything around the forward pass
-(caching, length-sorted batching, progress) lives in :mod:`biaslens.engine`,
-once, so a backend only writes the model call.
+A backend turns texts into per-token log-probabilities (``score_batch``) and prompts
+into samples (``generate_batch``, with the typed :class:`GenerationParams`). Everything
+around the forward pass (caching, batching, executors, progress) lives in
+:mod:`biaslens.engine.calls`, once, so a backend only writes the model call.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,80 @@ class ModelInfo:
         }
 
 
+# -- generation parameters --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """How to generate. Paper settings for HolisticBias: ``num_beams=10`` (DialoGPT) or 3
+    (BlenderBot), ``min_new_tokens=20``, ``no_repeat_ngram_size=3``.
+
+    Attributes:
+        max_new_tokens: upper bound on generated tokens.
+        min_new_tokens: end-of-sequence is blocked until this many tokens exist.
+        do_sample: sample (temperature, top_p, top_k) instead of greedy/beam search.
+        temperature, top_p, top_k: sampling controls (top_k 0 = off).
+        num_beams: beam search width (deterministic; ignored when sampling).
+        no_repeat_ngram_size: block repeated n-grams within the response only (0 = off).
+        n: responses per prompt.
+        seed: base seed; each (prompt, sample index) gets its own generator.
+        chat: apply the tokenizer's chat template (None = when the tokenizer has one).
+    """
+
+    max_new_tokens: int = 64
+    min_new_tokens: int = 0
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    num_beams: int = 1
+    no_repeat_ngram_size: int = 0
+    n: int = 1
+    seed: int = 0
+    chat: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1 or self.min_new_tokens < 0 or self.min_new_tokens > self.max_new_tokens:
+            raise ValueError("need 0 <= min_new_tokens <= max_new_tokens and max_new_tokens >= 1")
+        if self.n < 1 or self.num_beams < 1:
+            raise ValueError("n and num_beams must be >= 1")
+        if not (0 < self.top_p <= 1) or self.temperature <= 0:
+            raise ValueError("need 0 < top_p <= 1 and temperature > 0")
+
+    def key_params(self) -> dict[str, Any]:
+        """Parameters that change one response (n does not: it only says how many rows)."""
+        d = asdict(self)
+        d.pop("n")
+        if not self.do_sample:
+            d.pop("seed")
+            d.pop("temperature")
+            d.pop("top_p")
+            d.pop("top_k")
+        return d
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt, optionally with earlier context lines (e.g. two persona lines)."""
+
+    prompt: str
+    context: tuple[str, ...] = field(default_factory=tuple)
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The request as chat messages: context lines as one system message, the prompt as the user's."""
+        messages = [{"role": "system", "content": "\n".join(self.context)}] if self.context else []
+        return [*messages, {"role": "user", "content": self.prompt}]
+
+
+def row_seed(seed: int, prompt_key: str, sample_index: int) -> int:
+    """A 63-bit seed for one (prompt, sample) row, stable across processes."""
+    h = hashlib.blake2b(f"{seed}|{sample_index}|{prompt_key}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") & ((1 << 63) - 1)
+
+
+# -- the backend interface ----------------------------------------------------------
+
+
 class Backend(abc.ABC):
     """One model behind one small interface.
 
@@ -131,11 +206,11 @@ class Backend(abc.ABC):
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         """Score each text; return one :class:`TokenScores` per text, same order."""
 
-    def render_prompt(self, request, params) -> str:
+    def render_prompt(self, request: GenerationRequest, params: GenerationParams) -> str:
         """The exact text the model sees for a generation request (it goes into the cache key)."""
         return "\n".join((*request.context, request.prompt))
 
-    def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+    def generate_batch(self, prompts: list[str], params: GenerationParams, seeds: list[int]) -> list[str]:
         """Generate one response per rendered prompt; ``seeds[i]`` seeds row i's sampling."""
         raise ModelError(f"backend {self.info.backend!r} cannot generate text")
 

@@ -85,3 +85,13 @@ def _convert(gguf: Path, out: Path) -> None:
     model.hf_quantizer = None
     model.save_pretrained(out)
     tok.save_pretrained(out)
+
+
+def load_embedded(name: str = EMBEDDED_NAME, *, device: str = "cpu", dtype: str = "float32",
+                  start_token: str | None = None, score_first_token: bool = True, compile: bool = False):
+    """The embedded model through the Hugging Face causal backend (registry entry ``embedded``)."""
+    from biaslens.models.hf import load_hf
+
+    return load_hf(str(embedded_model_dir()), device=device, dtype=dtype, kind="causal", start_token=start_token,
+                   score_first_token=score_first_token, display_name=EMBEDDED_NAME, backend_name="embedded",
+                   compile=compile)

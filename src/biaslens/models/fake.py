@@ -86,3 +86,8 @@ def _fake_generate_impl(self, prompts: list[str], params, seeds: list[int]) -> l
         self.scored_texts += 1
     return out
 
+
+
+def load_fake(name: str = "fake", *, seed: int = 0) -> FakeBackend:
+    """The fake backend (registry entry ``fake``); it takes none of the weight-loading options."""
+    return FakeBackend(seed=seed)

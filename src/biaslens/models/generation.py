@@ -1,93 +1,28 @@
-"""Generation parameters and the pieces that make sampled generations reproducible.
+"""The torch pieces of reproducible Hugging Face generation (logits processors).
 
 Each generated row (prompt, sample index) draws its random numbers from its own
-``torch.Generator`` seeded from (seed, prompt, sample index). A row's sample
+``torch.Generator`` seeded with :func:`~biaslens.models.base.row_seed`. A row's sample
 therefore does not depend on which other rows share its batch, so a resumed run,
 or a run with another batch size, produces the same texts as an uninterrupted one.
 HF ``generate`` runs greedy; the last logits processor does the sampling by
 keeping only the token it drew.
+
+The typed parameters live in the torch-free :mod:`biaslens.models.base`; they are
+re-exported here for older imports.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 import torch
+
+from biaslens.models.base import GenerationParams, GenerationRequest, row_seed
 
 try:  # transformers >= 4.x
     from transformers import LogitsProcessor
 except ImportError:  # pragma: no cover
     LogitsProcessor = object  # type: ignore[misc,assignment]
 
-
-@dataclass(frozen=True)
-class GenerationParams:
-    """How to generate. Paper settings for HolisticBias: ``num_beams=10`` (DialoGPT) or 3
-    (BlenderBot), ``min_new_tokens=20``, ``no_repeat_ngram_size=3``.
-
-    Attributes:
-        max_new_tokens: upper bound on generated tokens.
-        min_new_tokens: end-of-sequence is blocked until this many tokens exist.
-        do_sample: sample (temperature, top_p, top_k) instead of greedy/beam search.
-        temperature, top_p, top_k: sampling controls (top_k 0 = off).
-        num_beams: beam search width (deterministic; ignored when sampling).
-        no_repeat_ngram_size: block repeated n-grams within the response only (0 = off).
-        n: responses per prompt.
-        seed: base seed; each (prompt, sample index) gets its own generator.
-        chat: apply the tokenizer's chat template (None = when the tokenizer has one).
-    """
-
-    max_new_tokens: int = 64
-    min_new_tokens: int = 0
-    do_sample: bool = False
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    num_beams: int = 1
-    no_repeat_ngram_size: int = 0
-    n: int = 1
-    seed: int = 0
-    chat: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1 or self.min_new_tokens < 0 or self.min_new_tokens > self.max_new_tokens:
-            raise ValueError("need 0 <= min_new_tokens <= max_new_tokens and max_new_tokens >= 1")
-        if self.n < 1 or self.num_beams < 1:
-            raise ValueError("n and num_beams must be >= 1")
-        if not (0 < self.top_p <= 1) or self.temperature <= 0:
-            raise ValueError("need 0 < top_p <= 1 and temperature > 0")
-
-    def key_params(self) -> dict[str, Any]:
-        """Parameters that change one response (n does not: it only says how many rows)."""
-        d = asdict(self)
-        d.pop("n")
-        if not self.do_sample:
-            d.pop("seed")
-            d.pop("temperature")
-            d.pop("top_p")
-            d.pop("top_k")
-        return d
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    """One prompt, optionally with earlier context lines (e.g. two persona lines)."""
-
-    prompt: str
-    context: tuple[str, ...] = field(default_factory=tuple)
-
-    def chat_messages(self) -> list[dict[str, str]]:
-        """The request as chat messages: context lines as one system message, the prompt as the user's."""
-        messages = [{"role": "system", "content": "\n".join(self.context)}] if self.context else []
-        return [*messages, {"role": "user", "content": self.prompt}]
-
-
-def row_seed(seed: int, prompt_key: str, sample_index: int) -> int:
-    """A 63-bit seed for one (prompt, sample) row, stable across processes."""
-    h = hashlib.blake2b(f"{seed}|{sample_index}|{prompt_key}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little") & ((1 << 63) - 1)
+__all__ = ["GenerationParams", "GenerationRequest", "PerRowSampler", "ResponseNoRepeatNGram", "row_seed"]
 
 
 class ResponseNoRepeatNGram(LogitsProcessor):

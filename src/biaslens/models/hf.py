@@ -20,14 +20,9 @@ import numpy as np
 
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
+from biaslens.models.tokenized import DTYPES, TokenizerBackend, is_masked_config, pick_start_token
 
 log = logging.getLogger(__name__)
-
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16", "auto": "auto"}
-
-#: tokens that mark a document boundary in pretraining; preferred as the start token
-_DOCUMENT_START_CANDIDATES = ("<|endoftext|>", "<|begin_of_text|>", "<s>", "[CLS]")
 
 #: the CPU fast mode: the transformer blocks' matrix multiplications in bfloat16 (oneDNN,
 #: float32 accumulation), everything else (embeddings, norms, attention, residual stream,
@@ -41,10 +36,32 @@ def resolve_dtype(dtype: str):
 
     if dtype.lower() == FAST_BF16:
         return torch.float32
-    name = _DTYPES.get(dtype.lower())
+    name = DTYPES.get(dtype.lower())
     if name is None:
         raise ModelError(f"unknown --dtype {dtype!r}; choose one of float32, bfloat16, float16, {FAST_BF16}")
     return name if name == "auto" else getattr(torch, name)
+
+
+def apply_thread_setting(torch) -> None:
+    """Set torch's intra-op threads when the user asked (``BIASLENS_THREADS``), else leave them.
+
+    Loading a model used to set them to ``os.cpu_count()`` for the whole process, silently
+    overriding a notebook user's own setting. Torch already picks a default for the machine
+    (the physical cores on common builds; equal to ``os.cpu_count()`` on the machines the
+    benchmarks ran on), while ``os.cpu_count()`` counts hyper-threads and CPUs a container
+    does not grant, which can only oversubscribe. Ray workers and the tests pass their CPU
+    share through ``BIASLENS_THREADS``.
+    """
+    requested = os.environ.get("BIASLENS_THREADS")
+    if not requested:
+        return
+    try:
+        threads = max(1, int(requested))
+    except ValueError:
+        raise ModelError(f"BIASLENS_THREADS={requested!r}: give a whole number of threads") from None
+    if torch.get_num_threads() != threads:
+        log.debug("torch threads: %d (BIASLENS_THREADS)", threads)
+        torch.set_num_threads(threads)
 
 
 def cpu_has_bf16() -> bool:
@@ -83,39 +100,6 @@ def _pack_linears(modules, dtype) -> int:
         lin.forward = forward
         n += 1
     return n
-
-
-def pick_start_token(tokenizer, override: str | None = None) -> str | None:
-    """Choose the token prepended before a text so its first word is scored.
-
-    Order: the user's override; a document-boundary token the tokenizer knows
-    (``<|endoftext|>`` for GPT-2, SmolLM2, Qwen, Pythia; ``<|begin_of_text|>`` for
-    Llama 3; ``<s>`` for Llama 2); then BOS, then EOS. Chat-role markers such as
-    SmolLM2's BOS ``<|im_start|>`` are skipped on purpose: scoring after them
-    shifts sentence log-likelihoods by about 4 nats.
-    """
-    if override is not None:
-        if override not in tokenizer.get_vocab():
-            raise ModelError(f"--start-token {override!r} is not a token of this tokenizer")
-        return override
-    vocab = tokenizer.get_vocab()
-    for cand in _DOCUMENT_START_CANDIDATES:
-        if cand in vocab:
-            return cand
-    for tok in (tokenizer.bos_token, tokenizer.eos_token):
-        if tok and "im_start" not in tok:
-            return tok
-    return None
-
-
-def token_scores(rows: list[np.ndarray], offset_mapping, *, first_token_is_context: bool) -> list[TokenScores]:
-    """Per-text log-probabilities plus the tokenizer's character offsets of the scored tokens
-    (without a start token, the first token is context only and has no score)."""
-    out = []
-    for lp, mapping in zip(rows, offset_mapping):
-        offsets = np.asarray(mapping, dtype=np.int32).reshape(-1, 2)
-        out.append(TokenScores(lp, offsets[1:] if first_token_is_context else offsets))
-    return out
 
 
 def _gather_logprobs(logits, targets) -> np.ndarray:
@@ -223,7 +207,7 @@ def _common_prefix_length(seqs: list[list[int]]) -> int:
     return max(0, n)
 
 
-class HFCausalBackend(Backend):
+class HFCausalBackend(TokenizerBackend):
     """Any causal LM transformers can load (model id or local folder)."""
 
     default_batch_size = 32
@@ -235,14 +219,9 @@ class HFCausalBackend(Backend):
     TRIE_ROW_NODES = 128
 
     def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu", score_first_token: bool = True):
+        super().__init__(tokenizer, info, score_first_token=score_first_token)
         self.model = model
-        self.tokenizer = tokenizer
-        self.info = info
         self.device = device
-        self.score_first_token = score_first_token
-        self._start_id = (
-            tokenizer.convert_tokens_to_ids(info.start_token) if (score_first_token and info.start_token) else None
-        )
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         #: compute shared prefixes once (tested equal to the plain path)
         self.share_prefix = True
@@ -251,9 +230,6 @@ class HFCausalBackend(Backend):
         self.use_trie = _trie_supported(model)
         #: token positions that went through the model (padding excluded), for benchmarks
         self.computed_tokens = 0
-
-    def _encode(self, texts: list[str]):
-        return self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
 
     def compile(self) -> None:
         """Score through ``torch.compile`` (inductor, dynamic shapes, frozen weights).
@@ -276,11 +252,6 @@ class HFCausalBackend(Backend):
         """Texts per scoring batch when the user gives none (generation keeps default_batch_size)."""
         return self.TRIE_BATCH_SIZE if (self.use_trie and self.share_prefix) else self.default_batch_size
 
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        return [len(ids) for ids in self._encode(texts)["input_ids"]]
-
-    count_tokens = token_lengths
-
     #: texts are grouped by this many leading tokens before sorting by length; on
     #: HolisticBias this left 15% fewer tokens to compute than length order alone
     #: (shared prefixes run once) with little extra padding
@@ -292,7 +263,7 @@ class HFCausalBackend(Backend):
         packing, plain token order: neighbours share the longest prefixes."""
         if not self.share_prefix:
             return super().batch_order(texts)
-        ids = self._encode(texts)["input_ids"]
+        ids = self.encode(texts)["input_ids"]
         if self.use_trie:
             return sorted(range(len(texts)), key=lambda i: (ids[i], texts[i]))
         k = self.PREFIX_GROUP_TOKENS
@@ -301,10 +272,8 @@ class HFCausalBackend(Backend):
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         import torch
 
-        enc = self._encode(texts)
-        seqs: list[list[int]] = []
-        for ids in enc["input_ids"]:
-            seqs.append(([self._start_id] if self._start_id is not None else []) + list(ids))
+        enc = self.encode(texts)
+        seqs = self.scored_sequences(enc["input_ids"])
         trie = self.use_trie and self.share_prefix
         shared = _common_prefix_length(seqs) if (self.share_prefix and not trie and len(seqs) > 1) else 0
         with torch.inference_mode():
@@ -314,7 +283,7 @@ class HFCausalBackend(Backend):
                 rows = self._logprobs_with_shared_prefix(seqs, shared)
             else:
                 rows = self._logprobs(seqs)
-        return token_scores(rows, enc["offset_mapping"], first_token_is_context=self._start_id is None)
+        return self.scores_from_logprobs(rows, enc["offset_mapping"])
 
     def _logprobs_trie(self, seqs: list[list[int]]) -> list[np.ndarray]:
         """Per-token log-probabilities with the batch packed as a prefix trie (see
@@ -428,22 +397,6 @@ class HFCausalBackend(Backend):
 
 
     # -- generation ------------------------------------------------------
-    def _use_chat(self, params) -> bool:
-        has_template = bool(getattr(self.tokenizer, "chat_template", None))
-        if params.chat is None:
-            return has_template
-        if params.chat and not has_template:
-            raise ModelError(f"{self.info.name}: chat=True but the tokenizer has no chat template")
-        return params.chat
-
-    def render_prompt(self, request, params) -> str:
-        if self._use_chat(params):
-            return self.tokenizer.apply_chat_template(request.chat_messages(), tokenize=False,
-                                                      add_generation_prompt=True)
-        text = "\n".join((*request.context, request.prompt))
-        # plain LMs continue a document: start it the way scoring does
-        return (self.info.start_token or "") + text
-
     def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
@@ -488,24 +441,18 @@ class HFCausalBackend(Backend):
         return sorted(ids)
 
 
-class HFMaskedBackend(Backend):
+class HFMaskedBackend(TokenizerBackend):
     """Masked LMs (BERT, RoBERTa): pseudo-log-likelihood, masking one token at a time
     (Salazar et al. 2020), as the paper's B.1 setting."""
 
     default_batch_size = 64
 
     def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu"):
+        super().__init__(tokenizer, info, score_first_token=False)  # every token is scored with both sides
         self.model = model
-        self.tokenizer = tokenizer
-        self.info = info
         self.device = device
         if tokenizer.mask_token_id is None:
             raise ModelError(f"{info.name}: tokenizer has no mask token; is this a masked LM?")
-
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
-
-    count_tokens = token_lengths
 
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         import torch
@@ -549,25 +496,23 @@ class HFMaskedBackend(Backend):
         return out
 
 
-class HFSeq2SeqBackend(Backend):
+class HFSeq2SeqBackend(TokenizerBackend):
     """Encoder-decoder models (BlenderBot, T5, BART): generation only. The response is
     the decoder output, so HF's n-gram blocking already acts on the response alone."""
 
     default_batch_size = 16
 
     def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu"):
+        super().__init__(tokenizer, info, score_first_token=False)
         self.model = model
-        self.tokenizer = tokenizer
-        self.info = info
         self.device = device
 
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         raise ModelError(f"{self.info.name} is an encoder-decoder model: biaslens scores causal and masked LMs only")
 
     def token_lengths(self, texts: list[str]) -> list[int]:
+        # the encoder sees the prompt with its special tokens
         return [len(ids) for ids in self.tokenizer(list(texts))["input_ids"]]
-
-    count_tokens = token_lengths
 
     def render_prompt(self, request, params) -> str:
         # BlenderBot-style dialogue history: turns joined by newlines
@@ -593,14 +538,6 @@ class HFSeq2SeqBackend(Backend):
             out = self.model.generate(**{k: v.to(self.device) for k, v in enc.items()}, generation_config=cfg,
                                       logits_processor=procs)
         return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
-
-
-def _is_masked_config(config) -> bool:
-    archs = getattr(config, "architectures", None) or []
-    if any("MaskedLM" in a for a in archs):
-        return True
-    return getattr(config, "model_type", "") in {"bert", "roberta", "distilbert", "albert", "electra", "deberta",
-                                                  "deberta-v2", "xlm-roberta", "camembert", "mpnet"}
 
 
 def load_hf(
@@ -635,13 +572,11 @@ def load_hf(
             sentences/s on the embedded model on CPU, after a one-time compilation of
             about two minutes, so worth it for large runs only.
     """
-    try:
-        import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
-    except ImportError as e:  # pragma: no cover - core dependency
-        raise ModelError(f"transformers/torch are not installed: {e}") from e
+    # a missing torch/transformers is named with its pip extra by biaslens.models.load_model
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
-    torch.set_num_threads(max(1, int(os.environ.get("BIASLENS_THREADS", os.cpu_count() or 1))))
+    apply_thread_setting(torch)
     kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if gguf_file:
         kw["gguf_file"] = gguf_file
@@ -665,7 +600,7 @@ def load_hf(
         if getattr(config, "is_encoder_decoder", False):
             kind = "seq2seq"
         else:
-            kind = "masked" if _is_masked_config(config) else "causal"
+            kind = "masked" if is_masked_config(config) else "causal"
     torch_dtype = resolve_dtype(dtype)
     fast = dtype.lower() == FAST_BF16
     if fast and (not str(device).startswith("cpu") or not cpu_has_bf16()):

@@ -603,10 +603,7 @@ def load_openai(
         request_timeout: seconds to wait for one answer before retrying.
         max_retries: retries on 429, 5xx, connection errors and timeouts.
     """
-    try:
-        import httpx  # noqa: F401
-    except ImportError as e:
-        raise ModelError("the openai backend needs httpx: pip install 'biaslens[openai]'") from e
+    import httpx  # noqa: F401 - fail before any work; load_model names the extra that brings it
     if api not in ("completions", "chat"):
         raise ModelError(f"--api {api!r}: use completions or chat")
     if max_concurrency < 1 or max_retries < 0 or request_timeout <= 0:
@@ -619,7 +616,7 @@ def load_openai(
     tokenizer = _local_tokenizer(name)
     chosen = None
     if score_first_token:
-        from biaslens.models.hf import pick_start_token
+        from biaslens.models.tokenized import pick_start_token
 
         chosen = start_token if start_token is not None else (pick_start_token(tokenizer) if tokenizer else None)
     backend = OpenAIBackend(name=name, base_url=url, api_key=os.environ.get(api_key_env) or None, api=api,

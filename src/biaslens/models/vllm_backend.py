@@ -26,7 +26,7 @@ import numpy as np
 
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
-from biaslens.models.hf import HFCausalBackend, _DTYPES, _is_masked_config, pick_start_token, token_scores
+from biaslens.models.tokenized import DTYPES, TokenizerBackend, is_masked_config, pick_start_token
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ _INSTALL_HINT = ("the vllm backend needs vLLM: on a GPU machine  pip install 'bi
                  "it pins its own torch)")
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(TokenizerBackend):
     """A causal LM served by an in-process ``vllm.LLM``."""
 
     #: vLLM schedules its own micro-batches; a large engine batch keeps it busy while each
@@ -51,26 +51,11 @@ class VLLMBackend(Backend):
 
     def __init__(self, llm, tokenizer, info: ModelInfo, *, score_first_token: bool = True,
                  eos_ids: list[int] | None = None):
+        # tokenizing, the start token and prompt rendering are the Hugging Face backend's
+        # (TokenizerBackend), so both backends score the same ids and send the same text
+        super().__init__(tokenizer, info, score_first_token=score_first_token)
         self.llm = llm
-        self.tokenizer = tokenizer
-        self.info = info
-        self.score_first_token = score_first_token
-        self._start_id = (
-            tokenizer.convert_tokens_to_ids(info.start_token) if (score_first_token and info.start_token) else None
-        )
         self._eos_ids = sorted(set(eos_ids or []))
-
-    # Prompt rendering is the Hugging Face backend's, so both backends send the same text.
-    _use_chat = HFCausalBackend._use_chat
-    render_prompt = HFCausalBackend.render_prompt
-
-    def _encode(self, texts: list[str]):
-        return self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
-
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        return [len(ids) for ids in self._encode(texts)["input_ids"]]
-
-    count_tokens = token_lengths
 
     def _run(self, prompts: list[list[int]], params) -> list:
         from vllm.inputs import TokensPrompt
@@ -83,9 +68,8 @@ class VLLMBackend(Backend):
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         from vllm import SamplingParams
 
-        enc = self._encode(texts)
-        start = [self._start_id] if self._start_id is not None else []
-        seqs = [start + list(ids) for ids in enc["input_ids"]]
+        enc = self.encode(texts)
+        seqs = self.scored_sequences(enc["input_ids"])
         # a sequence of 0 or 1 tokens has nothing to score; vLLM rejects empty prompts
         todo = [i for i, s in enumerate(seqs) if len(s) >= 2]
         rows: list[np.ndarray] = [np.zeros(0, dtype=np.float64) for _ in seqs]
@@ -101,7 +85,7 @@ class VLLMBackend(Backend):
                                      f"for {len(seq)} tokens")
                 # position 0 has no left context (None); position j holds {token id: Logprob}
                 rows[i] = np.array([plp[j][seq[j]].logprob for j in range(1, len(seq))], dtype=np.float64)
-        return token_scores(rows, enc["offset_mapping"], first_token_is_context=self._start_id is None)
+        return self.scores_from_logprobs(rows, enc["offset_mapping"])
 
     def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
         from vllm import SamplingParams
@@ -219,7 +203,7 @@ def load_vllm(
         display_name = display_name or EMBEDDED_NAME
     else:
         path = str(name)
-    dtype_name = _DTYPES.get(str(dtype).lower())
+    dtype_name = DTYPES.get(str(dtype).lower())
     if dtype_name is None:
         raise ModelError(f"unknown --dtype {dtype!r}; choose one of float32, bfloat16, float16, auto")
 
@@ -257,7 +241,7 @@ def load_vllm(
                 "no such folder, and the Hugging Face Hub could not be reached (offline?)")
         raise ModelError(f"cannot load model {name!r} for vLLM: {hint}. "
                          f"({e.__class__.__name__}: {' '.join(str(e).split())[:200]})") from e
-    if getattr(config, "is_encoder_decoder", False) or _is_masked_config(config):
+    if getattr(config, "is_encoder_decoder", False) or is_masked_config(config):
         raise ModelError(f"{name}: the vllm backend serves causal LMs; use --backend hf for masked or "
                          "encoder-decoder models")
     chosen = pick_start_token(tokenizer, start_token) if score_first_token else None

@@ -105,7 +105,7 @@ def _generate_model(name: str, calls: ModelCalls, prompts: pd.DataFrame, ctx: Ru
     with ctx.timer(f"generation:{name}"), ctx.progress(f"generating ({name})", total=len(texts) * params.n) as report:
         out = calls.generate([GenerationRequest(prompt=t) for t in texts], params, progress=report, stats=stats)
     ctx.record.setdefault("models", {})[name] = {
-        **model_record(backend), "separator": sep, "chat": params.chat,
+        **model_record(calls), "separator": sep, "chat": params.chat,
         "example_prompt": backend.render_prompt(GenerationRequest(prompt=texts[0]), params),
         "params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
         "cache_hits": stats.cache_hits, "computed": stats.computed, "seconds": round(stats.seconds, 3)}

@@ -349,7 +349,7 @@ class FairPair(Suite):
         with ctx.timer("perturbation"):
             if opts.perturber == "llm":
                 with _perturber_calls(ctx) as pcalls:
-                    llm = LLMPerturber(pcalls.backend, cache=pcalls.cache, batch_size=pcalls.batch_size)
+                    llm = LLMPerturber(pcalls)
                     n_a = int((rows["set"] == "A").sum())
                     with ctx.progress("perturbing (LLM)", total=n_a) as report:
                         llm.progress = report

@@ -238,18 +238,18 @@ INSTRUCTION = ("Change {source} ({source_label}) to {target} ({target_label}) in
 class LLMPerturber:
     """The paper's perturber: an instruction to a generative model (greedy, one output).
 
+    The model comes from the caller: datasets build items and never call the engine.
+
     Args:
-        backend: any generative backend (``load_model(...)``); chat models get their template.
-        names: the name pair whose instruction to use for each text (``perturb_many``).
-        cache: the call cache, so a rerun does not ask the model again.
+        model: the model's calls, a :class:`biaslens.engine.calls.ModelCalls` (anything with
+            ``generate(requests, params, progress=, stats=)`` and ``count_tokens(texts)``);
+            chat models get their template, and the calls' cache remembers the answers.
         max_new_tokens: upper bound; by default about the text's length plus a margin.
+        progress, stats: passed to ``model.generate``.
     """
 
-    def __init__(self, backend, *, cache=None, batch_size: int | None = None, max_new_tokens: int | None = None,
-                 progress=None, stats=None):
-        self.backend = backend
-        self.cache = cache
-        self.batch_size = batch_size
+    def __init__(self, model, *, max_new_tokens: int | None = None, progress=None, stats=None):
+        self.model = model
         self.max_new_tokens = max_new_tokens
         self.progress = progress
         self.stats = stats
@@ -259,19 +259,18 @@ class LLMPerturber:
                                   target_label=names.target_label, text=text)
 
     def perturb_many(self, texts: list[str], names: list[NamePair]) -> list[str]:
-        from biaslens.engine.generation import generate_texts
-        from biaslens.models.generation import GenerationParams
+        """One perturbation per text; ``names[i]`` says which names text i swaps."""
+        from biaslens.models.base import GenerationParams  # the torch-free interface: a parameter type only
 
         if not texts:
             return []
         prompts = [self.instruction(t, n) for t, n in zip(texts, names)]
         limit = self.max_new_tokens
         if limit is None:
-            longest = max(self.backend.count_tokens(list(texts)))
+            longest = max(self.model.count_tokens(list(texts)))
             limit = int(longest * 1.25) + 16
         params = GenerationParams(max_new_tokens=max(1, limit), do_sample=False)
-        out = generate_texts(self.backend, prompts, params, cache=self.cache, batch_size=self.batch_size,
-                             progress=self.progress, stats=self.stats)
+        out = self.model.generate(prompts, params, progress=self.progress, stats=self.stats)
         return [o[0].strip().strip('"').strip() for o in out]
 
 
