@@ -74,7 +74,7 @@ def separator_of(name: str, backend: Backend | None = None) -> str | None:
 
 
 def _params(config: RunConfig, chat: bool):
-    from biaslens.models.generation import GenerationParams
+    from biaslens.models import GenerationParams
 
     o = config.community
     try:
@@ -88,7 +88,7 @@ def _params(config: RunConfig, chat: bool):
 def _generate_model(name: str, calls: ModelCalls, prompts: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     from rich.markup import escape
 
-    from biaslens.models.generation import GenerationRequest
+    from biaslens.models import GenerationRequest
 
     config, console, backend = ctx.config, ctx.console, calls.backend
     o = config.community

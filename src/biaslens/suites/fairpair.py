@@ -282,7 +282,7 @@ class FairPair(Suite):
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl
-        from biaslens.models.generation import GenerationParams
+        from biaslens.models import GenerationParams
 
         config, opts, console = ctx.config, ctx.config.fairpair, ctx.console
         sizes = resolve_sizes(opts, config.model.name)

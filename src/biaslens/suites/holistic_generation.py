@@ -137,7 +137,7 @@ def match_generations(all_rows: pd.DataFrame, gens: pd.DataFrame, source: str, *
 
 
 def _generation_params(config: RunConfig):
-    from biaslens.models.generation import GenerationParams
+    from biaslens.models import GenerationParams
 
     o = config.generation
     try:
@@ -160,7 +160,7 @@ class HolisticGeneration(Suite):
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl
-        from biaslens.models.generation import GenerationRequest
+        from biaslens.models import GenerationRequest
         from biaslens.scorers.styles import load_style_classifier, prepare_response
 
         config, opts, console = ctx.config, ctx.config.generation, ctx.console
