@@ -18,6 +18,7 @@ import os
 import resource
 import time
 from pathlib import Path
+
 from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
 from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
@@ -43,7 +44,7 @@ TARGETS = {"exact_vs_lm_eval": 2.0, "exact_vs_naive": 6.5, "ceiling_fraction": 0
 def _sentences(path: Path, limit: int | None) -> list[str]:
     if not path.exists():
         sys.exit(f"benchmark sentences not found: {path} (pass --sentences FILE, one sentence per line)")
-    lines = [l for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return lines[:limit] if limit else lines
 
 
@@ -79,7 +80,7 @@ def gemm_gflops(model, rows: int, reps: int = 5) -> dict:
         for (n, k), count in shapes.items():
             x, w = torch.randn(rows, k), torch.randn(n, k)
             F.linear(x, w)
-            best = min(_timed(lambda: F.linear(x, w)) for _ in range(reps))
+            best = min(_timed(lambda: F.linear(x, w)) for _ in range(reps))  # noqa: B023 - timed at once
             per_shape[f"{n}x{k}"] = {"count": count, "gflops": round(2 * rows * n * k / best / 1e9, 1)}
             flops += 2 * rows * n * k * count
             seconds += best * count

@@ -37,8 +37,8 @@ try:
 except ImportError:
     sys.path.insert(0, str(ROOT / "src"))
 
-from biaslens.metrics import likelihood_bias, pairwise_mannwhitney  # noqa: E402
 from biaslens.machine import machine_facts
+from biaslens.metrics import likelihood_bias, pairwise_mannwhitney  # noqa: E402
 
 REFERENCE = Path(os.environ.get("HB_REFERENCE", "/work/shared/reference/holistic_bias/v1.0"))
 # Ungendered descriptors per axis in v1.0 (descriptor_noun + noun_descriptor phrases).

@@ -14,6 +14,7 @@ import os
 import resource
 import time
 from pathlib import Path
+
 from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
@@ -22,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 def load_sentences(n: int) -> tuple[list[str], str]:
     bench = HERE.parents[1] / "shared" / "bench" / "hb_2k.txt"
     if bench.exists():
-        lines = [l for l in bench.read_text(encoding="utf-8").splitlines() if l.strip()]
+        lines = [line for line in bench.read_text(encoding="utf-8").splitlines() if line.strip()]
         return lines[:n], str(bench)
     from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
 

@@ -30,14 +30,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biaslens.config import ConfigError, RunConfig
-from biaslens.datasets.community.prompts import Keyword, Template, build_prompts, fill_template, load_keywords, load_templates
+from biaslens.datasets.community.prompts import (
+    Keyword,
+    Template,
+    build_prompts,
+    fill_template,
+    load_keywords,
+    load_templates,
+)
 from biaslens.datasets.community.readers import CommunityDataError, read_community
+from biaslens.datasets.fairpair.perturb import PerturbationMap, RulePerturber
 from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
 from biaslens.datasets.holistic.schema import BUILTIN_DIR, DatasetError, load_holistic_dataset
 from biaslens.datasets.redditbias.readers import read_annotated, read_paired
 from biaslens.datasets.redditbias.specs import RedditBiasError, load_spec
 from biaslens.scorers.styles import StyleInventoryError, load_clusters_file, load_style_inventory
-from biaslens.datasets.fairpair.perturb import PerturbationMap, RulePerturber
 
 #: cases tried per format (every example hypothesis runs, shrinking included)
 COUNTS: collections.Counter[str] = collections.Counter()

@@ -7,7 +7,6 @@ import multiprocessing as mp
 import sqlite3
 
 import numpy as np
-import pytest
 
 from biaslens.engine.cache import CallCache, _checksum, make_key
 from biaslens.engine.scoring import ScoringStats, score_texts

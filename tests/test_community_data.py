@@ -8,10 +8,18 @@ import json
 import pandas as pd
 import pytest
 
-from biaslens.datasets.community import (Columns, CommunityDataError, Keyword, TextCleaner, build_prompts,
-                                         fill_template, indefinite_article, load_keywords, load_templates,
-                                         read_community)
-
+from biaslens.datasets.community import (
+    Columns,
+    CommunityDataError,
+    Keyword,
+    TextCleaner,
+    build_prompts,
+    fill_template,
+    indefinite_article,
+    load_keywords,
+    load_templates,
+    read_community,
+)
 
 # -- cleaning ----------------------------------------------------------------
 

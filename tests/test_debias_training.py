@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 
 from biaslens.datasets.redditbias import builtin_spec
-from biaslens.mitigation.redditbias import (DebiasOptions, build_examples, cda_texts, debias, load_grid,
-                                            make_lmd_loss, resolve_terms, run_grid, target_spans)
+from biaslens.mitigation.redditbias import (
+    DebiasOptions,
+    build_examples,
+    cda_texts,
+    debias,
+    load_grid,
+    make_lmd_loss,
+    resolve_terms,
+    run_grid,
+)
 from biaslens.mitigation.training import TrainingConfig
 
 SPEC = builtin_spec("religion1")

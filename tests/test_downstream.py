@@ -7,8 +7,17 @@ import math
 
 import pytest
 
-from biaslens.suites.downstream import (DownstreamDataError, distinct, entropy, f1_score, generation_metrics,
-                                        read_dstc7, read_multiwoz, run_dst, run_generation)
+from biaslens.suites.downstream import (
+    DownstreamDataError,
+    distinct,
+    entropy,
+    f1_score,
+    generation_metrics,
+    read_dstc7,
+    read_multiwoz,
+    run_dst,
+    run_generation,
+)
 
 
 def _multiwoz(path):

@@ -121,7 +121,11 @@ def test_embedding_and_callable_dissimilarities():
 
 
 def test_sentiment_dissimilarity_uses_vader():
-    d = make_dissimilarity("sentiment")
+    from biaslens.suites.fairpair import SCORER_DISSIMILARITIES
+
+    with pytest.raises(ValueError, match="needs a scorer"):
+        make_dissimilarity("sentiment")
+    d = make_dissimilarity("sentiment", SCORER_DISSIMILARITIES)
     s = d.represent(["I love this wonderful day.", "This is terrible and awful."])
     assert s[0] > 0.5 and s[1] < -0.5
 

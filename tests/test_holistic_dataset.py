@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from biaslens.datasets.holistic import (
     COLUMNS,
     NOUN_PHRASE_COLUMNS,
     DatasetError,
+    _transcribe,
     add_variants,
     build_sentence_table,
     build_sentences,
@@ -23,7 +23,6 @@ from biaslens.datasets.holistic import (
     noun_phrase_rows,
     write_table,
 )
-from biaslens.datasets.holistic import _transcribe
 from biaslens.datasets.holistic.articles import default_article, sound_article
 from biaslens.datasets.holistic.pluralize import pluralize_after_noun_phrase, pluralize_noun
 

@@ -11,10 +11,10 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "accelerate", "safetensors", "gguf", "vaderSentiment", "profanity_check")

@@ -251,6 +251,12 @@ def test_add_a_backend_recipe(tmp_path, monkeypatch):
     assert calls.score(["hello"])[0].sum_logprob == pytest.approx(-5 * np.log(30))
     assert calls.stats.cache_hits == 1 and calls.stats.computed == 2
     calls.close()
+    # and a whole suite through it, configured as the guide says
+    import biaslens
+
+    res = biaslens.run(model={"name": "toy", "backend": key, "engine_options": {"alphabet": 30}}, sample=120,
+                       axes=["ability", "age"], out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"))
+    assert res.stats["model"]["backend"] == "uniform" and res.metrics["n_sentences"] == len(res.sentences) > 0
 
 
 @pytest.mark.slow

@@ -15,14 +15,13 @@ import tempfile
 
 import numpy as np
 import pytest
+from conftest import MODEL_CACHE_ROOT, _env, model_env
 
 from biaslens.engine.cache import CallCache
 from biaslens.engine.executors import ExecutorError, RayExecutor, _import_ray, replica_load_kwargs
 from biaslens.engine.generation import generate_texts
 from biaslens.engine.scoring import ScoringStats, score_texts
 from biaslens.models.generation import GenerationParams
-
-from conftest import MODEL_CACHE_ROOT, _env, model_env
 
 pytestmark = pytest.mark.slow
 

@@ -77,7 +77,7 @@ class _Structure(HTMLParser):
         elif tag == "script":
             self._in_script = True
             self.scripts.append("")
-        for k, v in attrs:
+        for k, _v in attrs:
             assert not k.startswith("on") or tag != "img", f"event handler on an <img>: {a}"
 
     def handle_endtag(self, tag):

@@ -118,8 +118,9 @@ def test_bias_spec_names_cannot_leave_the_data_dir(tmp_path, field, value):
 
 def test_run_json_file_list_cannot_delete_outside_the_run_folder(tmp_path):
     """A re-run deletes the result files the previous run.json lists: only names inside the folder."""
-    import biaslens
     from test_fault_resume import _quiet
+
+    import biaslens
 
     out = tmp_path / "run"
     out.mkdir()

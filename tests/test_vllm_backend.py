@@ -210,6 +210,7 @@ def vllm_server(embedded_model_path, tmp_path_factory):
     import os
     import socket
     import time
+
     import httpx
 
     with socket.socket() as s:

@@ -14,25 +14,24 @@ __all__ = ["__version__", "run", "rerender", "card", "compare_cards", "RunConfig
            "build_sentences"]
 
 
+#: public name -> "module:attribute", imported on first use (importlib: the layers of
+#: docs/architecture.md do not depend on this package root)
+_LAZY = {
+    "run": "biaslens.api:run",
+    "rerender": "biaslens.api:rerender",
+    "card": "biaslens.card:make_card",
+    "compare_cards": "biaslens.card:compare_cards",
+    "RunConfig": "biaslens.config:RunConfig",
+    "load_model": "biaslens.models:load_model",
+    "load_holistic_dataset": "biaslens.datasets.holistic:load_holistic_dataset",
+    "build_sentences": "biaslens.datasets.holistic:build_sentences",
+}
+
+
 def __getattr__(name: str):
-    if name in ("run", "rerender"):
-        from biaslens import api
+    import importlib
 
-        return getattr(api, name)
-    if name in ("card", "compare_cards"):
-        from biaslens import card as card_module
-
-        return card_module.make_card if name == "card" else card_module.compare_cards
-    if name == "RunConfig":
-        from biaslens.config import RunConfig
-
-        return RunConfig
-    if name == "load_model":
-        from biaslens.models import load_model
-
-        return load_model
-    if name in ("load_holistic_dataset", "build_sentences"):
-        from biaslens.datasets import holistic
-
-        return getattr(holistic, name)
+    if name in _LAZY:
+        module, attr = _LAZY[name].split(":")
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'biaslens' has no attribute {name!r}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from biaslens.errors import ConfigError  # noqa: F401  (re-exported: the public name)
 from biaslens.models.embedded import EMBEDDED_NAME
@@ -26,8 +26,9 @@ class ModelConfig(BaseModel):
     score_first_token: bool = Field(True, description="False: reference-compatible mode, no start token, first token unscored")
     trust_remote_code: bool = False
     compile: bool = Field(False, description="score through torch.compile (padded batches, ~2 min to compile): for models without prefix packing")
-    backend: Literal["auto", "hf", "vllm", "openai"] = Field(
-        "auto", description="auto: embedded/fake/Hugging Face by name; vllm: vLLM offline engine; openai: an OpenAI-compatible server")
+    backend: str = Field(
+        "auto", description="auto: embedded/fake/Hugging Face by name; hf; vllm: vLLM offline engine; openai: an "
+                            "OpenAI-compatible server; or any backend registered in models.registry.MODEL_REGISTRY")
     base_url: str | None = Field(None, description="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
     api_key_env: str = Field("OPENAI_API_KEY", description="openai backend: environment variable holding the API key (the key itself is never stored)")
     api: Literal["completions", "chat"] = Field("completions", description="openai backend: endpoint for generation (scoring always uses completions)")
@@ -35,7 +36,17 @@ class ModelConfig(BaseModel):
     requests_per_second: float | None = Field(None, gt=0, description="openai backend: rate limit; none: unlimited")
     request_timeout: float = Field(120.0, gt=0, description="openai backend: seconds per request before retrying")
     max_retries: int = Field(6, ge=0, description="openai backend: retries on 429/5xx/timeouts, with exponential backoff")
-    engine_options: dict = Field(default_factory=dict, description="vllm backend: options for vllm.LLM (tensor_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, quantization, ...)")
+    engine_options: dict = Field(default_factory=dict, description="vllm and registered backends: keyword options for the loader (vllm: vllm.LLM's tensor_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, quantization, ...)")
+
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        from biaslens.models.registry import MODEL_REGISTRY
+
+        if v != "auto" and v not in MODEL_REGISTRY:
+            raise ValueError(f"unknown backend {v!r}; choose from auto, {', '.join(MODEL_REGISTRY)}")
+        return v
 
 
 class ExecutorConfig(BaseModel):
@@ -177,7 +188,7 @@ class RunConfig(BaseModel):
                                           "(validated by that class when the suite runs)")
 
     @classmethod
-    def from_yaml(cls, path: str | Path, **overrides) -> "RunConfig":
+    def from_yaml(cls, path: str | Path, **overrides) -> RunConfig:
         """Read a YAML config (safely: no Python objects), then apply overrides."""
         from biaslens.fileio import load_yaml
 
@@ -191,7 +202,7 @@ class RunConfig(BaseModel):
         return cls.validated(data, source=str(path))
 
     @classmethod
-    def validated(cls, data: dict, source: str = "config") -> "RunConfig":
+    def validated(cls, data: dict, source: str = "config") -> RunConfig:
         try:
             return cls.model_validate(data)
         except ValidationError as e:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -72,7 +71,7 @@ def _guard(fn, *args, **kwargs):
         raise
     except KeyboardInterrupt:
         console.print("interrupted: finished batches are cached; run the same command again to resume")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except _known_errors() as e:
         _fail(e)
     except Exception as e:  # noqa: BLE001 - last line of defence, still one clear line
@@ -316,8 +315,13 @@ def dataset_holistic(
 
 def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
     from biaslens.config import ConfigError
-    from biaslens.datasets.holistic import (add_variants, build_sentence_table, build_sentences,
-                                            load_holistic_dataset, write_table)
+    from biaslens.datasets.holistic import (
+        add_variants,
+        build_sentence_table,
+        build_sentences,
+        load_holistic_dataset,
+        write_table,
+    )
 
     if not out.name.lower().endswith((".csv", ".csv.gz", ".parquet", ".pq")):
         raise ConfigError(f"--out {out}: unsupported format; use a .csv, .csv.gz or .parquet file name")

@@ -67,8 +67,7 @@ def _debias(method: str, a: dict) -> None:
     from biaslens.cli.app import console
     from biaslens.config import ConfigError
     from biaslens.datasets.redditbias import resolve_specs
-    from biaslens.mitigation.redditbias import (CDA_MODES, DebiasOptions, debias, load_debias_data, load_grid,
-                                                run_grid)
+    from biaslens.mitigation.redditbias import CDA_MODES, DebiasOptions, debias, load_debias_data, load_grid, run_grid
     from biaslens.mitigation.training import TrainingConfig
 
     if a["cda_mode"] is not None and method != "cda":

@@ -98,7 +98,7 @@ class CallCache:
         for start in range(0, len(keys), 900):  # SQLite's host-parameter limit
             chunk = keys[start : start + 900]
             q = f"SELECT key, value, checksum FROM calls WHERE key IN ({','.join('?' * len(chunk))})"
-            for key, value, checksum in self._retry(lambda: self._conn.execute(q, chunk).fetchall()):
+            for key, value, checksum in self._retry(lambda: self._conn.execute(q, chunk).fetchall()):  # noqa: B023 - called at once
                 if _checksum(value) == checksum:
                     found[key] = value
                 else:

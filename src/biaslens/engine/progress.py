@@ -28,7 +28,14 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
     projected total time and finish time as one line, so a user learns at the start of a
     multi-hour run (e.g. ``--full``) what they are in for, not from a bar they may not watch.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     start = time.perf_counter()
     state = {"last_log": start, "first_done": None, "projected": False, "updates": 0, "warm": None}

@@ -1,5 +1,13 @@
 """Bias metrics: pure functions over per-item tables (no model code)."""
 
+from .community import (
+    demographic_gaps,
+    demographic_mean_cis,
+    extreme_generations,
+    group_means,
+    mean_table,
+    prompt_means,
+)
 from .fairpair import (
     CallableDissimilarity,
     EmbeddingDissimilarity,
@@ -25,11 +33,11 @@ from .likelihood_bias import (
 from .lmb import (
     LMBResult,
     bootstrap_d_ci,
-    d_ci_t,
-    median_diff_ci,
     cohens_d_paired,
+    d_ci_t,
     lmb_from_table,
     lmb_test,
+    median_diff_ci,
     outlier_mask,
     significance_stars,
 )
@@ -79,9 +87,9 @@ from .generation_bias import (
     full_gen_bias,
     gen_bias_by_axis,
     generation_bias_summary,
-    partial_gen_bias,
     noise_floor_verdict,
     paired_gen_bias_change,
+    partial_gen_bias,
     permutation_noise_floor,
     style_equality_bias_values,
     style_variances,
@@ -110,14 +118,7 @@ __all__ += [
     "summed_cluster_gen_bias",
     "template_offensiveness",
 ]
-from .community import (
-    demographic_gaps,
-    demographic_mean_cis,
-    extreme_generations,
-    group_means,
-    mean_table,
-    prompt_means,
-)
+
 
 __all__ += [
     "demographic_gaps",

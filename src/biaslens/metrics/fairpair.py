@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -113,17 +113,11 @@ class ScoreDissimilarity:
 
 
 class SentimentDissimilarity(ScoreDissimilarity):
-    """|s(a) - s(b)| with s the VADER compound score (the paper's sentiment dissimilarity)."""
+    """|s(a) - s(b)| with s a sentiment score (the paper's: VADER's compound score, which the
+    caller passes in: metrics call no scorer)."""
 
-    def __init__(self):
-        super().__init__(_vader_compound, "sentiment")
-
-
-def _vader_compound(texts: list[str]) -> np.ndarray:
-    # VADER is built on first use: pairwise/fold on stored scores need no scorer
-    from biaslens.scorers import VaderSentiment
-
-    return VaderSentiment().compound(texts)
+    def __init__(self, score: Callable[[list[str]], np.ndarray]):
+        super().__init__(score, "sentiment")
 
 
 class EmbeddingDissimilarity:
@@ -132,16 +126,17 @@ class EmbeddingDissimilarity:
 
     name = "embedding"
 
-    def __init__(self, encoder=None):
+    def __init__(self, encoder=None, *, load_encoder: Callable[[], Any] | None = None):
+        if encoder is None and load_encoder is None:
+            raise ValueError("EmbeddingDissimilarity needs an encoder (or load_encoder, called on first use)")
         self._encoder = encoder
+        self._load = load_encoder
 
     @property
     def encoder(self):
         # loaded on first use: pairwise/fold on stored embeddings (re-rendering a run) need no model
         if self._encoder is None:
-            from biaslens.scorers.styles import default_encoder
-
-            self._encoder = default_encoder()
+            self._encoder = self._load()
         return self._encoder
 
     def represent(self, texts: Sequence[str]) -> np.ndarray:
@@ -178,16 +173,19 @@ class CallableDissimilarity:
 BUILTIN = ("jaccard", "sentiment", "embedding")
 
 
-def make_dissimilarity(spec: str | Dissimilarity | Callable[[str, str], float]) -> Dissimilarity:
-    """A dissimilarity from a name (``jaccard``, ``sentiment``, ``embedding``), an object with
-    the three methods, or a plain ``d(a, b)`` function."""
+def make_dissimilarity(spec: str | Dissimilarity | Callable[[str, str], float],
+                       scorer_based: Mapping[str, Callable[[], Dissimilarity]] | None = None) -> Dissimilarity:
+    """A dissimilarity from a name (``jaccard``; ``sentiment`` and ``embedding`` from
+    ``scorer_based``, factories the caller provides since metrics call no scorer), an object
+    with the three methods, or a plain ``d(a, b)`` function."""
     if isinstance(spec, str):
         if spec == "jaccard":
             return JaccardDissimilarity()
-        if spec == "sentiment":
-            return SentimentDissimilarity()
-        if spec == "embedding":
-            return EmbeddingDissimilarity()
+        if spec in (scorer_based or {}):
+            return scorer_based[spec]()
+        if spec in BUILTIN:
+            raise ValueError(f"dissimilarity {spec!r} needs a scorer: pass scorer_based (the fairpair suite's "
+                             "SCORER_DISSIMILARITIES)")
         raise ValueError(f"unknown dissimilarity {spec!r}; built in: {', '.join(BUILTIN)} "
                          "(or pass an object with represent/pairwise/fold, or a function d(a, b))")
     if all(hasattr(spec, m) for m in ("represent", "pairwise", "fold")):

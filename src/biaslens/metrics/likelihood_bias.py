@@ -418,7 +418,7 @@ def descriptor_bootstrap(
     k_axis_t = {(ax, int(tm)): (int(kt), int(kt)) for ax, g in groups.items()
                 for tm, kt in zip(g.templates.tolist(), g.k_per_template.tolist(), strict=True)}
     k_t: dict[int, tuple[int, int]] = {}
-    for (ax, tm), (kt, _) in k_axis_t.items():
+    for (_ax, tm), (kt, _) in k_axis_t.items():
         tot, low = k_t.get(tm, (0, kt))
         k_t[tm] = (tot + kt, min(low, kt))
     return DescriptorBootstrap(by_axis, by_axis_and_template, by_template, overall, n_resamples, confidence, seed,

@@ -88,7 +88,7 @@ class _Examples:
                             return_offsets_mapping=True)
             ids = enc["input_ids"]
             labels = [(-100 if end <= ex.prompt_chars else tok) for tok, (_, end) in zip(ids, enc["offset_mapping"])]
-            if not any(l != -100 for l in labels):
+            if not any(label != -100 for label in labels):
                 continue  # nothing to learn (context filled the whole window)
             item = {"input_ids": ids, "labels": labels}
             item.update(ex.extras)
@@ -166,8 +166,14 @@ def train_causal_lm(
             state, several times the model's size).
     """
     import torch
-    from transformers import (AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback, Trainer,
-                              TrainingArguments, set_seed)
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        EarlyStoppingCallback,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
 
     cfg = config or TrainingConfig()
     if os.environ.get("BIASLENS_THREADS"):

@@ -82,7 +82,7 @@ class TokenScores:
         )
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> "TokenScores":
+    def from_bytes(cls, blob: bytes) -> TokenScores:
         n = int(np.frombuffer(blob, dtype="<i8", count=1)[0])
         expected = 8 + 8 * n + 8 * n
         if n < 0 or len(blob) != expected:
@@ -228,5 +228,5 @@ class Backend(abc.ABC):
         """Number of tokens of each text as the model's tokenizer sees it (no special tokens)."""
         return self.token_lengths(texts)
 
-    def close(self) -> None:  # pragma: no cover - nothing to free by default
+    def close(self) -> None:  # noqa: B027 - optional hook; pragma: no cover - nothing to free by default
         """Free model memory."""

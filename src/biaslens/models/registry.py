@@ -77,17 +77,17 @@ class LoadOptions:
         return tuple(f.name for f in fields(cls) if f.name != "backend_options")
 
     @classmethod
-    def from_model_config(cls, m) -> "LoadOptions":
+    def from_model_config(cls, m) -> LoadOptions:
         """The load options of a :class:`~biaslens.config.ModelConfig`."""
         if m.backend == "openai":
             extra = {f: getattr(m, f) for f in cls.OPENAI_FIELDS}
-        elif m.backend == "vllm":
+        elif m.backend not in ("auto", "hf"):  # vllm and registered backends: their own loader options
             extra = dict(m.engine_options)
         else:
             extra = {}
         return cls(**{n: getattr(m, n) for n in cls.common_names()}, backend_options=extra)
 
-    def replace(self, **changes) -> "LoadOptions":
+    def replace(self, **changes) -> LoadOptions:
         return LoadOptions(**{**asdict(self), **changes})
 
     def as_kwargs(self) -> dict[str, Any]:

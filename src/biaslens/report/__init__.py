@@ -1,0 +1,1 @@
+"""Reports: the run folder and the self-contained HTML pages."""

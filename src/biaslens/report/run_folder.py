@@ -118,7 +118,7 @@ class RunFolder:
         self._log_handler: logging.Handler | None = None
 
     # -- lifecycle -------------------------------------------------------
-    def __enter__(self) -> "RunFolder":
+    def __enter__(self) -> RunFolder:
         from filelock import FileLock, Timeout
 
         self.path.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,14 @@ from biaslens.scorers.base import ScorerError
 from biaslens.scorers.classifiers import HFTextClassifier, ProfanityCheck, load_offensiveness_scorer
 from biaslens.scorers.encoder import SentenceEncoder
 from biaslens.scorers.sentiment import VaderSentiment
-from biaslens.scorers.styles import (HFStyleClassifier, StyleInventoryError, ZeroShotStyleClassifier,
-                                     load_style_classifier, load_style_inventory, prepare_response)
+from biaslens.scorers.styles import (
+                                     HFStyleClassifier,
+                                     StyleInventoryError,
+                                     ZeroShotStyleClassifier,
+                                     load_style_classifier,
+                                     load_style_inventory,
+                                     prepare_response,
+)
 
 __all__ = ["ScorerError", "SentenceEncoder", "VaderSentiment", "ProfanityCheck", "HFTextClassifier",
            "load_offensiveness_scorer", "ZeroShotStyleClassifier", "HFStyleClassifier", "StyleInventoryError",

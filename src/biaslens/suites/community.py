@@ -23,8 +23,13 @@ import pandas as pd
 from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.community import PAPER_PROMPT_COUNT, build_prompts, load_keywords, load_templates
 from biaslens.engine.scoring import ScoringStats
-from biaslens.metrics.community import (demographic_gaps, demographic_mean_cis, extreme_generations, group_means,
-                                        mean_table)
+from biaslens.metrics.community import (
+    demographic_gaps,
+    demographic_mean_cis,
+    extreme_generations,
+    group_means,
+    mean_table,
+)
 from biaslens.models import ModelError
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.runner import model_record

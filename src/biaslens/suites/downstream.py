@@ -133,7 +133,7 @@ def run_dst(model_path: str | Path, train_file: str | Path, test_file: str | Pat
     rng = random.Random(seed)
     order: list[int] = []
     lm.train()
-    for step in range(total):
+    for _step in range(total):
         if not order:
             order = list(range(len(train)))
             rng.shuffle(order)

@@ -33,6 +33,8 @@ from biaslens.datasets.fairpair import (
 )
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.fairpair import (
+    EmbeddingDissimilarity,
+    SentimentDissimilarity,
     aggregate_scores,
     cross_within_test,
     fairpair_scores,
@@ -156,6 +158,26 @@ def _take(reps, idx: np.ndarray):
     return reps[idx] if isinstance(reps, np.ndarray) else [reps[i] for i in idx]
 
 
+def _vader_compound(texts: list[str]) -> np.ndarray:
+    from biaslens.scorers import VaderSentiment
+
+    return VaderSentiment().compound(texts)
+
+
+def _default_encoder():
+    from biaslens.scorers.styles import default_encoder
+
+    return default_encoder()
+
+
+#: the paper's scorer-based dissimilarities; their scorers load on first use, so re-rendering
+#: from stored representations needs none
+SCORER_DISSIMILARITIES = {
+    "sentiment": lambda: SentimentDissimilarity(_vader_compound),
+    "embedding": lambda: EmbeddingDissimilarity(load_encoder=_default_encoder),
+}
+
+
 def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 10, seed: int = 0,
             alpha: float = 0.05, ngram_top: int = 15, representations: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every FairPair number from a continuation table (columns ``model, pair_id, set, text, kept``
@@ -169,7 +191,7 @@ def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 
     ``representations`` (what each dissimilarity compared).
     """
     use = rows[rows["kept"].astype(bool)].reset_index(drop=True)
-    ds = [make_dissimilarity(d) for d in dissimilarities]
+    ds = [make_dissimilarity(d, SCORER_DISSIMILARITIES) for d in dissimilarities]
     texts = use["text"].astype(str).tolist()
     stored = representations or {}
     # once for all texts: batched scorers

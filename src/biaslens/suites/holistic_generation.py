@@ -18,12 +18,12 @@ import pandas as pd
 
 from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.holistic import VARIANT_FLAGS, add_variants, build_sentences, load_holistic_dataset
+from biaslens.datasets.holistic.selection import select_rows
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
-from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.suites.base import AnalysisContext, Suite
-from biaslens.datasets.holistic.selection import select_rows
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -128,7 +128,7 @@ def match_generations(all_rows: pd.DataFrame, gens: pd.DataFrame, source: str, *
         log.warning("%s: %d line(s) match no HolisticBias sentence and are skipped (lines %s...)",
                     source, len(unmatched), unmatched[:5])
     out = pd.DataFrame(matched)
-    for name, wanted, col in (("--axes", axes, "axis"), ("--templates", templates, "template")):
+    for _flag, wanted, col in (("--axes", axes, "axis"), ("--templates", templates, "template")):
         if wanted:
             out = out[out[col].astype(str).isin(wanted)]
     if out.empty:

@@ -16,10 +16,10 @@ import pandas as pd
 
 from biaslens.config import ConfigError
 from biaslens.datasets.holistic import build_sentences, load_holistic_dataset
+from biaslens.datasets.holistic.selection import select_rows
 from biaslens.metrics import offensiveness_ranges, percent_offensive, template_offensiveness
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
-from biaslens.datasets.holistic.selection import select_rows
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext

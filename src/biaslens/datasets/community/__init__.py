@@ -2,10 +2,25 @@
 placeholder-template prompts for the comparison."""
 
 from biaslens.datasets.community.cleaning import TextCleaner, clean_text
-from biaslens.datasets.community.prompts import (FORMS, PAPER_PROMPT_COUNT, Keyword, Template, build_prompts,
-                                                 fill_template, indefinite_article, load_keywords, load_templates)
-from biaslens.datasets.community.readers import (Columns, CommunityData, CommunityDataError, CommunityExample,
-                                                 read_community, read_table)
+from biaslens.datasets.community.prompts import (
+                                                 FORMS,
+                                                 PAPER_PROMPT_COUNT,
+                                                 Keyword,
+                                                 Template,
+                                                 build_prompts,
+                                                 fill_template,
+                                                 indefinite_article,
+                                                 load_keywords,
+                                                 load_templates,
+)
+from biaslens.datasets.community.readers import (
+                                                 Columns,
+                                                 CommunityData,
+                                                 CommunityDataError,
+                                                 CommunityExample,
+                                                 read_community,
+                                                 read_table,
+)
 
 __all__ = ["FORMS", "PAPER_PROMPT_COUNT", "Columns", "CommunityData", "CommunityDataError", "CommunityExample",
            "Keyword", "Template", "TextCleaner", "build_prompts", "clean_text", "fill_template",

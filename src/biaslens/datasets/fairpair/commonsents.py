@@ -10,9 +10,9 @@ from importlib import resources
 
 import yaml
 
-from biaslens.config import ConfigError
 from biaslens.datasets.fairpair.perturb import NamePair, parse_name_pair
 from biaslens.datasets.holistic.articles import sound_article
+from biaslens.errors import ConfigError
 
 
 @lru_cache(maxsize=1)

@@ -17,10 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-
-from biaslens.config import ConfigError
-from biaslens.fileio import parse_yaml, read_text
 from biaslens.datasets.redditbias.terms import match_case as _match_case
+from biaslens.errors import ConfigError
+from biaslens.fileio import parse_yaml, read_text
 
 Context = Literal["any", "before_noun", "standalone"]
 _CONTEXTS = ("any", "before_noun", "standalone")
@@ -64,7 +63,7 @@ class NamePair:
     source_label: str = "male"
     target_label: str = "female"
 
-    def reversed(self) -> "NamePair":
+    def reversed(self) -> NamePair:
         return NamePair(self.target, self.source, self.target_noun, self.source_noun,
                         self.target_label, self.source_label)
 
@@ -124,7 +123,7 @@ class PerturbationMap:
     name: str = "gender"
 
     @classmethod
-    def from_yaml(cls, path: str | Path | None = None) -> "PerturbationMap":
+    def from_yaml(cls, path: str | Path | None = None) -> PerturbationMap:
         """Read a mapping file: a path, or a shipped mapping by name (``gender``, the default, or
         ``gender-full``). Errors name the file and entry."""
         if path is None or str(path) in SHIPPED_MAPPINGS:
@@ -149,10 +148,10 @@ class PerturbationMap:
         return cls(pairs=pairs, source_label=str(data.get("source_label", "male")),
                    target_label=str(data.get("target_label", "female")), name=str(data.get("name", where)))
 
-    def with_names(self, names: list[NamePair]) -> "PerturbationMap":
+    def with_names(self, names: list[NamePair]) -> PerturbationMap:
         return PerturbationMap(self.pairs, [*self.names, *names], self.source_label, self.target_label, self.name)
 
-    def reversed(self) -> "PerturbationMap":
+    def reversed(self) -> PerturbationMap:
         """The mapping target -> source ("she" -> "he", "her" -> "his"/"him", "Jane" -> "John")."""
         return PerturbationMap([TermPair(p.target, p.source, p.context) for p in self.pairs],
                                [n.reversed() for n in self.names], self.target_label, self.source_label, self.name)

@@ -112,7 +112,7 @@ def _template_parts(templates: dict[str, dict[str, bool]]):
     return pre, post, plural
 
 
-def _np_array(values: np.ndarray) -> "pa.Array":
+def _np_array(values: np.ndarray) -> pa.Array:
     """Zero-copy numpy -> Arrow for fixed-width ints/bools.
 
     ``pa.array`` imports pandas (~50 MB RSS) on first use; building from buffers does not.
@@ -126,7 +126,7 @@ def _np_array(values: np.ndarray) -> "pa.Array":
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
-def _str_array(values: list[str]) -> "pa.Array":
+def _str_array(values: list[str]) -> pa.Array:
     """Python strings -> Arrow string array via buffers (no pandas import, see ``_np_array``)."""
     import pyarrow as pa
 
@@ -208,7 +208,7 @@ def _build_parts(dataset: HolisticDataset, *, fix_articles: bool = False):
     return text, cats, {"first_turn_only": first[t_idx], "must_be_noun": must[t_idx]}
 
 
-def build_sentence_table(dataset: HolisticDataset, *, fix_articles: bool = False) -> "pa.Table":
+def build_sentence_table(dataset: HolisticDataset, *, fix_articles: bool = False) -> pa.Table:
     """Generate all templated sentences as a pyarrow Table (dictionary-encoded metadata).
 
     This is the fastest, smallest form (no pandas import). Rows: every noun-phrase row in sorted
@@ -234,7 +234,7 @@ def build_sentence_table(dataset: HolisticDataset, *, fix_articles: bool = False
     return pa.table(out)
 
 
-def build_sentences(dataset: HolisticDataset, *, fix_articles: bool = False) -> "pd.DataFrame":
+def build_sentences(dataset: HolisticDataset, *, fix_articles: bool = False) -> pd.DataFrame:
     """Generate all templated sentences as a pandas DataFrame.
 
     Columns (in order): text, axis, bucket, descriptor, descriptor_gender, descriptor_preference,
@@ -262,7 +262,7 @@ def build_sentences(dataset: HolisticDataset, *, fix_articles: bool = False) -> 
     return pd.DataFrame(data, copy=False)
 
 
-def likelihood_rows(df: "pd.DataFrame") -> "pd.DataFrame":
+def likelihood_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Rows used by Likelihood Bias: descriptor+noun phrases with ungendered descriptors.
 
     Args:
@@ -275,7 +275,7 @@ def likelihood_rows(df: "pd.DataFrame") -> "pd.DataFrame":
     return df.loc[mask.to_numpy()]
 
 
-def write_table(df: "pd.DataFrame", path: str | Path) -> Path:
+def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write a sentence table as CSV or Parquet, chosen by the file extension.
 
     Args:

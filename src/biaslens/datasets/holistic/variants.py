@@ -68,7 +68,7 @@ def apply_variant(
     return out, new_phrase
 
 
-def add_variants(df: "pd.DataFrame", *, seed: int) -> "pd.DataFrame":
+def add_variants(df: pd.DataFrame, *, seed: int) -> pd.DataFrame:
     """Return a copy of ``df`` with each sentence replaced by a random stylistic variant.
 
     Args:

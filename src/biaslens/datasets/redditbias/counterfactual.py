@@ -14,8 +14,9 @@ Two modes:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 from biaslens.datasets.redditbias.specs import BiasSpec, Direction
 from biaslens.datasets.redditbias.terms import match_case, matcher

@@ -8,7 +8,7 @@ validated here and every error names the file and the field.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -91,7 +91,7 @@ class BiasSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _paired_lengths(self) -> "BiasSpec":
+    def _paired_lengths(self) -> BiasSpec:
         if len(self.T1) != len(self.T2):
             raise ValueError(f"T1 has {len(self.T1)} phrases but T2 has {len(self.T2)}; they are paired by position")
         return self
@@ -165,7 +165,7 @@ def load_spec(path: str | Path) -> BiasSpec:
         raise RedditBiasError("\n".join(msgs)) from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_spec(name: str) -> BiasSpec:
     """One of the five built-in specifications by name."""
     if name not in BUILTIN_NAMES:

@@ -22,9 +22,9 @@ so a swap writes the replacement the same way ("Muslims'" -> "Christians'", "Gra
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 from biaslens.datasets.holistic.pluralize import pluralize_noun
 
