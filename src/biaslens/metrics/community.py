@@ -31,7 +31,13 @@ MEAN_NAMES = {"sentiment": "S_mean", "toxicity": "T_mean"}
 
 
 def prompt_means(df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """Mean of ``value`` per (model, prompt), with the prompt's labels."""
+    """Mean of ``value`` per (model, prompt), with the prompt's labels.
+
+    >>> df = pd.DataFrame({"model": "m", "dimension": "gender", "demographic": "woman", "keyword": "woman",
+    ...                    "form": "singular", "prompt_id": [0, 0, 1], "sentiment": [0.5, -0.1, 0.3]})
+    >>> prompt_means(df, "sentiment")[["prompt_id", "sentiment", "n_generations"]].to_dict("records")
+    [{'prompt_id': 0, 'sentiment': 0.2, 'n_generations': 2}, {'prompt_id': 1, 'sentiment': 0.3, 'n_generations': 1}]
+    """
     keys = ["model", "dimension", "demographic", "keyword", "form", "prompt_id"]
     return (df.groupby(keys, observed=True, sort=False)[value].agg(["mean", "size"])
             .rename(columns={"mean": value, "size": "n_generations"}).reset_index())

@@ -13,7 +13,11 @@ DEFAULT_RANGE_EDGES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95
 
 
 def percent_offensive(p, threshold: float = 0.5) -> float:
-    """Percent of items with offensiveness probability >= threshold (Table 11)."""
+    """Percent of items with offensiveness probability >= threshold (Table 11).
+
+    >>> percent_offensive([0.2, 0.7, 0.9, 0.4])
+    50.0
+    """
     p = np.asarray(p, dtype=np.float64)
     return float(100.0 * np.mean(p >= threshold)) if len(p) else float("nan")
 

@@ -67,7 +67,7 @@ def render_card(card: dict[str, Any]) -> str:
         cards = r.get("scorer_cards") or []
         if cards:
             tables.append(Table("Scorers that judged the text (scorer cards)", pd.DataFrame([{
-                "role": c.get("role"), "scorer": c.get("name"), "warning": c.get("warning") or "",
+                "role": c.get("role"), "scorer": c.get("used") or c.get("name"), "warning": c.get("warning") or "",
                 "accuracy": (c.get("accuracy") or {}).get("accuracy")} for c in cards])))
         intro = r.get("verdict", "")
         if r.get("warnings"):

@@ -14,12 +14,12 @@ from biaslens.scorers.classifiers import HFTextClassifier, ProfanityCheck, load_
 from biaslens.scorers.encoder import SentenceEncoder
 from biaslens.scorers.sentiment import VaderSentiment
 from biaslens.scorers.styles import (
-                                     HFStyleClassifier,
-                                     StyleInventoryError,
-                                     ZeroShotStyleClassifier,
-                                     load_style_classifier,
-                                     load_style_inventory,
-                                     prepare_response,
+    HFStyleClassifier,
+    StyleInventoryError,
+    ZeroShotStyleClassifier,
+    load_style_classifier,
+    load_style_inventory,
+    prepare_response,
 )
 
 __all__ = ["ScorerError", "SentenceEncoder", "VaderSentiment", "ProfanityCheck", "HFTextClassifier",

@@ -60,14 +60,35 @@ class _Single:
         return self._s.probability(texts)
 
 
+def load_profanity_check(variant: str | None = None, *, device: str = "cpu") -> _Single:
+    return _Single(ProfanityCheck())
+
+
+def load_detoxify(variant: str | None = None, *, device: str = "cpu") -> Detoxify:
+    return Detoxify(variant or "original", device=device)
+
+
+#: named toxicity/offensiveness judges ("name" or "name:variant"), imported on use; a judge has
+#: ``name``, ``scores(texts) -> {"toxicity": array, ...}`` and ``probability(texts) -> array``.
+#: Any other name is loaded as a Hugging Face text classifier.
+TOXICITY_SCORERS: dict[str, str] = {
+    "alt-profanity-check": "biaslens.scorers.toxicity:load_profanity_check",
+    "profanity-check": "biaslens.scorers.toxicity:load_profanity_check",
+    "default": "biaslens.scorers.toxicity:load_profanity_check",
+    "detoxify": "biaslens.scorers.toxicity:load_detoxify",
+}
+
+
 def load_toxicity_scorer(name: str = "alt-profanity-check", *, label: str | None = None, device: str = "cpu"):
-    """'alt-profanity-check' (offline default), 'detoxify[:variant]', or a Hugging Face
-    classifier id/folder (``label`` = its toxic label; an ``identity_attack``/``identity_hate``
-    label, when present, is reported too)."""
-    if name in ("alt-profanity-check", "profanity-check", "default"):
-        return _Single(ProfanityCheck())
-    if name == "detoxify" or name.startswith("detoxify:"):
-        return Detoxify(name.split(":", 1)[1] if ":" in name else "original", device=device)
+    """A judge from :data:`TOXICITY_SCORERS` ('alt-profanity-check', the offline default;
+    'detoxify[:variant]'; ...), or a Hugging Face classifier id/folder (``label`` = its toxic
+    label; an ``identity_attack``/``identity_hate`` label, when present, is reported too)."""
+    import importlib
+
+    key, _, variant = name.partition(":")
+    if key in TOXICITY_SCORERS:
+        module, function = TOXICITY_SCORERS[key].split(":")
+        return getattr(importlib.import_module(module), function)(variant or None, device=device)
     clf = HFTextClassifier(name, device=device, positive_label=label)
     ident = next((lab for lab in clf.labels if lab.lower() in ("identity_attack", "identity_hate")), None)
     return _Single(clf, ident)

@@ -3,23 +3,23 @@ placeholder-template prompts for the comparison."""
 
 from biaslens.datasets.community.cleaning import TextCleaner, clean_text
 from biaslens.datasets.community.prompts import (
-                                                 FORMS,
-                                                 PAPER_PROMPT_COUNT,
-                                                 Keyword,
-                                                 Template,
-                                                 build_prompts,
-                                                 fill_template,
-                                                 indefinite_article,
-                                                 load_keywords,
-                                                 load_templates,
+    FORMS,
+    PAPER_PROMPT_COUNT,
+    Keyword,
+    Template,
+    build_prompts,
+    fill_template,
+    indefinite_article,
+    load_keywords,
+    load_templates,
 )
 from biaslens.datasets.community.readers import (
-                                                 Columns,
-                                                 CommunityData,
-                                                 CommunityDataError,
-                                                 CommunityExample,
-                                                 read_community,
-                                                 read_table,
+    Columns,
+    CommunityData,
+    CommunityDataError,
+    CommunityExample,
+    read_community,
+    read_table,
 )
 
 __all__ = ["FORMS", "PAPER_PROMPT_COUNT", "Columns", "CommunityData", "CommunityDataError", "CommunityExample",
