@@ -13,8 +13,10 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
 
     Returns a :class:`biaslens.results.RunResult` (``out``, ``metrics``, every table as an attribute).
     """
+    from biaslens.environment import apply_environment_policy
     from biaslens.suites import get_suite
 
+    apply_environment_policy()
     if config is None:
         config = {}
     if isinstance(config, RunConfig):

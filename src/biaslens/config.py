@@ -210,6 +210,46 @@ class RunConfig(BaseModel):
             raise ConfigError("\n".join(msgs)) from None
 
 
+def dotted_overrides(items: list[str]) -> dict:
+    """``["fairpair.temperature=0.8", "axes=[age, ability]"]`` -> nested settings; values are
+    read as YAML scalars or lists; a key that is no field of RunConfig is an error naming it,
+    with the closest field names."""
+    import difflib
+
+    import yaml
+
+    out: dict = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"-S {item!r}: expected section.field=value, e.g. -S fairpair.temperature=0.8")
+        parts = key.split(".")
+        model: type[BaseModel] | None = RunConfig
+        for i, part in enumerate(parts):
+            if model is None:  # inside a free-form mapping (options.<suite>, engine_options): any key
+                break
+            fields = model.model_fields
+            if part not in fields:
+                where = ".".join(parts[:i]) or "the run configuration"
+                close = difflib.get_close_matches(part, list(fields), n=3)
+                hint = f"; did you mean {', '.join('.'.join([*parts[:i], c]) for c in close)}?" if close else ""
+                raise ConfigError(f"-S {key}: {where} has no field {part!r}{hint}")
+            annotation = fields[part].annotation
+            model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"-S {key}: value {raw!r} is not valid YAML ({str(e).splitlines()[0]})") from None
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"-S {key}: {part!r} was set to a value above, it cannot have fields")
+        node[parts[-1]] = value
+    return out
+
+
 def _deep_update(base: dict, new: dict) -> None:
     for k, v in new.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict):

@@ -87,9 +87,9 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
     handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # transformers' own "Loading weights" bars would interleave with ours; ours show the real work
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from biaslens.environment import apply_environment_policy
+
+    apply_environment_policy()  # the API applies it too (a notebook behaves the same)
     if not verbose:
         try:
             from transformers.utils import logging as hf_logging
@@ -98,10 +98,6 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
             hf_logging.set_verbosity_error()
         except ImportError:  # pragma: no cover - core dependency
             pass
-    # Offline by default: the Hub is unreachable here and a hanging download is worse than a clear error.
-    if not os.environ.get("BIASLENS_ONLINE"):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @app.command()
@@ -110,6 +106,7 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="'smollm2-135m' (embedded, default), 'fake', a Hugging Face id or a local folder."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default runs/<suite>-<model>-<time>)."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML file with any RunConfig field; flags override it."),
+    set_: Optional[list[str]] = typer.Option(None, "--set", "-S", help="Any RunConfig field as section.field=value (YAML value), e.g. -S fairpair.temperature=0.8; repeatable; applied last."),
     sample: Optional[int] = typer.Option(None, help="About N sentences, stratified, whole (axis, template, descriptor) groups \\[default 6000]."),
     full: bool = typer.Option(False, "--full", help="Every sentence (HolisticBias v1.0: 460,980)."),
     axes: Optional[str] = typer.Option(None, help="Comma-separated axes, e.g. ability,age."),
@@ -272,8 +269,18 @@ def _run(**a):
         com["dimensions"] = [s.strip() for s in a["community_dimensions"].split(",") if s.strip()]
     if com:
         overrides["community"] = com
+    from biaslens.config import dotted_overrides
+
+    for key, value in dotted_overrides(a["set_"] or []).items():
+        overrides[key] = _merge(overrides.get(key), value)
     cfg = RunConfig.from_yaml(a["config"], **overrides) if a["config"] else RunConfig.validated(overrides, source="flags")
     api_run(cfg, console=console)
+
+
+def _merge(old, new):
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {**old, **{k: _merge(old.get(k), v) for k, v in new.items()}}
+    return new
 
 
 @app.command()

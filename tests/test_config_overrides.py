@@ -1,0 +1,57 @@
+"""`-S section.field=value` overrides and the environment policy applied by the API."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from biaslens.cli import app
+from biaslens.config import ConfigError, dotted_overrides
+
+
+def test_dotted_overrides_nest_and_read_yaml_values():
+    assert dotted_overrides(["fairpair.temperature=0.8", "axes=[age, ability]", "model.name=fake",
+                             "options.my-suite.k=3", "model.engine_options.alphabet=30"]) == {
+        "fairpair": {"temperature": 0.8}, "axes": ["age", "ability"], "model": {"name": "fake",
+                                                                               "engine_options": {"alphabet": 30}},
+        "options": {"my-suite": {"k": 3}}}
+
+
+@pytest.mark.parametrize("item, message", [
+    ("fairpair.temprature=0.8", "fairpair has no field 'temprature'; did you mean fairpair.temperature"),
+    ("sampel=5", "the run configuration has no field 'sampel'; did you mean sample"),
+    ("alpha", "expected section.field=value"),
+    ("axes=[age", "is not valid YAML"),
+])
+def test_dotted_override_errors_name_the_key(item, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        dotted_overrides([item])
+
+
+def test_cli_set_wins_over_flags_and_reaches_run_json(tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "--model", "fake", "--sample", "120", "--axes", "ability,age",
+                                   "--alpha", "0.05", "-S", "alpha=0.01", "-S", "seed=3", "--out", str(out),
+                                   "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    config = json.loads((out / "run.json").read_text())["config"]
+    assert config["alpha"] == 0.01 and config["seed"] == 3 and config["axes"] == ["ability", "age"]
+    bad = CliRunner().invoke(app, ["run", "--model", "fake", "-S", "fairpair.tempature=1", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "did you mean fairpair.temperature" in bad.output
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("online, expected", [(None, "1"), ("1", "unset")])
+def test_the_api_applies_the_offline_policy(tmp_path, online, expected):
+    code = ("import os, biaslens; biaslens.run(model='fake', sample=120, axes=['ability', 'age'], "
+            f"out={str(tmp_path / 'run')!r}, cache_dir={str(tmp_path / 'c')!r}); "
+            "print(os.environ.get('HF_HUB_OFFLINE', 'unset'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "BIASLENS_ONLINE")}
+    if online:
+        env["BIASLENS_ONLINE"] = online
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == expected
