@@ -55,3 +55,21 @@ def test_the_api_applies_the_offline_policy(tmp_path, online, expected):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == expected
+
+
+def test_every_command_has_a_python_function():
+    """The CLI's commands are biaslens.* functions too (lazily imported; none loads torch)."""
+    import inspect
+
+    import biaslens
+
+    commands = {"run": "run", "report": "rerender", "card": "card", "compare": "compare",
+                "check-backend": "check_backend", "debias": "debias", "finetune community": "finetune_community",
+                "tune style-equality": "tune_style_equality", "downstream dst": "downstream_dst",
+                "downstream generation": "downstream_generation"}
+    for command, name in commands.items():
+        fn = getattr(biaslens, name)
+        assert callable(fn) and inspect.getdoc(fn), f"{command}: biaslens.{name} has no docstring"
+        assert name in biaslens.__all__
+    code = "import sys, biaslens; biaslens.compare; biaslens.card; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

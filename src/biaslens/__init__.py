@@ -10,7 +10,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "RunConfig", "load_model", "load_holistic_dataset",
+__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "compare", "check_backend", "debias",
+           "debias_grid", "DebiasOptions", "TrainingConfig", "finetune_community", "tune_style_equality",
+           "downstream_dst", "downstream_generation", "RunConfig", "load_model", "load_holistic_dataset",
            "build_sentences"]
 
 
@@ -21,6 +23,16 @@ _LAZY = {
     "rerender": "biaslens.api:rerender",
     "card": "biaslens.card:make_card",
     "compare_cards": "biaslens.card:compare_cards",
+    "compare": "biaslens.suites.compare:compare_runs",
+    "check_backend": "biaslens.engine.backend_check:check_backend",
+    "debias": "biaslens.mitigation.redditbias:debias",
+    "debias_grid": "biaslens.mitigation.redditbias:run_grid",
+    "DebiasOptions": "biaslens.mitigation.redditbias:DebiasOptions",
+    "TrainingConfig": "biaslens.mitigation.training:TrainingConfig",
+    "finetune_community": "biaslens.mitigation.community:finetune_community",
+    "tune_style_equality": "biaslens.mitigation.style_equality:tune_style_equality",
+    "downstream_dst": "biaslens.suites.downstream:run_dst",
+    "downstream_generation": "biaslens.suites.downstream:run_generation",
     "RunConfig": "biaslens.config:RunConfig",
     "load_model": "biaslens.models:load_model",
     "load_holistic_dataset": "biaslens.datasets.holistic:load_holistic_dataset",
