@@ -198,7 +198,7 @@ class RunConfig(BaseModel):
             raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
         if isinstance(data.get("model"), str):
             data["model"] = {"name": data["model"]}
-        _deep_update(data, overrides)
+        deep_update(data, overrides)
         return cls.validated(data, source=str(path))
 
     @classmethod
@@ -250,9 +250,9 @@ def dotted_overrides(items: list[str]) -> dict:
     return out
 
 
-def _deep_update(base: dict, new: dict) -> None:
+def deep_update(base: dict, new: dict) -> None:
     for k, v in new.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict):
-            _deep_update(base[k], v)
+            deep_update(base[k], v)
         else:
             base[k] = v

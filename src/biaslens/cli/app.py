@@ -64,7 +64,7 @@ def _fail(e: BaseException, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _guard(fn, *args, **kwargs):
+def guard(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except typer.Exit:
@@ -183,7 +183,7 @@ def run(
     no_identity_masking: bool = typer.Option(False, "--no-identity-masking", help="community, holistic-offensiveness, holistic-generation: headline toxicity/offensiveness scored on the text as generated (paper-faithful) instead of with the identity term replaced by a neutral placeholder; the other figure is still shown beside it."),
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
-    _guard(_run, **locals())
+    guard(_run, **locals())
 
 
 def _run(**a):
@@ -297,7 +297,7 @@ def suites():
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="A finished run folder.")):
     """Recompute the metrics and re-render report.html from a run folder's stored results (no model calls)."""
-    _guard(_report, run_dir)
+    guard(_report, run_dir)
 
 
 def _report(run_dir: Path):
@@ -317,7 +317,7 @@ def dataset_holistic(
     fix_articles: bool = typer.Option(False, "--fix-articles", help="Correct 'a 80-year-old' -> 'an 80-year-old' etc. (deviates from the reference)."),
 ):
     """Write the HolisticBias sentence table."""
-    _guard(_dataset_holistic, out, dataset_dir, extra_dataset_file, variants, seed, fix_articles)
+    guard(_dataset_holistic, out, dataset_dir, extra_dataset_file, variants, seed, fix_articles)
 
 
 def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):

@@ -20,9 +20,9 @@ def card(
     """Run every bias method that applies to MODEL and write one page (card.html): a verdict per
     method with its uncertainty, the scorer cards and links to each full report. Compare two cards
     with `biaslens compare CARD_BEFORE CARD_AFTER`."""
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_card, model, budget, out, methods, device, cache_dir, seed)
+    guard(_card, model, budget, out, methods, device, cache_dir, seed)
 
 
 def _card(model, budget, out, methods, device, cache_dir, seed) -> None:

@@ -28,9 +28,9 @@ def check_backend_command(
     Scoring runs (`biaslens run`) with a vllm or openai backend refuse to start when the recorded check for that exact backend failed. Exit code 0: agrees; 1: disagrees.
     """
     args = dict(locals())
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_check, **args)
+    guard(_check, **args)
 
 
 def _check(model, backend, reference, base_url, api_key_env, device, dtype, tolerance, batch_size, texts,

@@ -16,9 +16,9 @@ def compare(
 ):
     """Compare models: RedditBias t-values (Figure 1a), LM perplexity (Figure 1b), downstream scores,
     HolisticBias generation bias with a paired before/after interval."""
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_compare, runs, out, label, intersection)
+    guard(_compare, runs, out, label, intersection)
 
 
 def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], intersection: bool) -> None:

@@ -50,9 +50,9 @@ def _make_command(method: str):
         no_start_token: bool = typer.Option(False, "--no-start-token", help="Grid validation and --evaluate score phrases the authors' way: exp(mean loss over tokens 2..n), no start token (recorded; `compare` will not mix definitions)."),
         keep_checkpoints: bool = typer.Option(False, "--keep-checkpoints", help="Keep OUT/checkpoints after success (optimizer state: large)."),
     ):
-        from biaslens.cli.app import _guard
+        from biaslens.cli.app import guard
 
-        _guard(_debias, method, dict(locals()))
+        guard(_debias, method, dict(locals()))
 
     command.__doc__ = _HELP[method]
     command.__name__ = f"debias_{method}"

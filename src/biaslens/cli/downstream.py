@@ -31,9 +31,9 @@ def dst(
     max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N steps (-1: run the epochs)."),
 ):
     """Dialog state tracking: binary slot-value classification, F1."""
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_run, "dst", model, train, test, out, epochs, batch_size, lr, max_steps)
+    guard(_run, "dst", model, train, test, out, epochs, batch_size, lr, max_steps)
 
 
 @downstream_app.command("generation")
@@ -48,9 +48,9 @@ def generation(
     max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N steps (-1: run the epochs)."),
 ):
     """Response generation: BLEU-4, NIST-2, METEOR, Entropy-4, Dist-2."""
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_run, "generation", model, train, test, out, epochs, batch_size, lr, max_steps)
+    guard(_run, "generation", model, train, test, out, epochs, batch_size, lr, max_steps)
 
 
 def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> None:

@@ -39,9 +39,9 @@ def finetune_community_cmd(
     seed: int = typer.Option(0, "--seed"),
 ):
     """Fine-tune a causal LM on one community's posts and comments (Wald & Pfahler)."""
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_finetune_community, **locals())
+    guard(_finetune_community, **locals())
 
 
 def _finetune_community(**a) -> None:

@@ -31,9 +31,9 @@ def style_equality_cmd(
 ):
     """Tag each response of a holistic-generation run 'bias'/'no_bias' by its bias value and
     fine-tune the model on the tagged pairs; the output folder generates with 'no_bias'."""
-    from biaslens.cli.app import _guard
+    from biaslens.cli.app import guard
 
-    _guard(_style_equality, **locals())
+    guard(_style_equality, **locals())
 
 
 def _style_equality(**a) -> None:

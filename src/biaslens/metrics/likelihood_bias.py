@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .mannwhitney import _block_pairs
+from .mannwhitney import block_pairs
 from .multiple_testing import benjamini_hochberg, holm
 from .resampling import draw_counts
 
@@ -636,7 +636,7 @@ def likelihood_bias(
             continue
         lo = g_start[bs]
         hi = g_start[bs + bn - 1] + g_size[bs + bn - 1]
-        res = _block_pairs(v[lo:hi], g_size[bs : bs + bn])
+        res = block_pairs(v[lo:hi], g_size[bs : bs + bn])
         npairs = len(res)
         parts["a"].append(np.full(npairs, g_a[bs]))
         parts["t"].append(np.full(npairs, g_t[bs]))

@@ -98,7 +98,7 @@ def _asymptotic_p(u1: np.ndarray, n1: np.ndarray, n2: np.ndarray, tie_term: np.n
     return np.clip(p, 0.0, 1.0)
 
 
-def _block_pairs(values: np.ndarray, sizes: np.ndarray) -> PairwiseMannWhitney:
+def block_pairs(values: np.ndarray, sizes: np.ndarray) -> PairwiseMannWhitney:
     """All pairs for samples stored contiguously in ``values`` (group g has sizes[g])."""
     d = sizes.shape[0]
     starts = np.zeros(d, dtype=np.int64)
@@ -219,4 +219,4 @@ def pairwise_mannwhitney(
         return PairwiseMannWhitney(
             empty_i, empty_i, empty_i, empty_i, empty_f, empty_f, empty_f, np.zeros(0, dtype=bool)
         )
-    return _block_pairs(values, sizes)
+    return block_pairs(values, sizes)

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biaslens.report.holistic_likelihood import _plt, _version
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+from biaslens import __version__
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings
 
@@ -29,12 +29,11 @@ def _label(s: object) -> str:
 
 
 def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: str, center: float | None = None):
-    plt = _plt()
     cols = [m for m in models if m in t.columns]
     if not cols or t.empty:
         return None
     vals = t[cols].to_numpy(dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(cols), 0.9 + 0.36 * len(t)))
+    fig, ax = subplots(figsize=(1.6 + 1.3 * len(cols), 0.9 + 0.36 * len(t)))
     if center is not None:
         lim = float(np.nanmax(np.abs(vals - center))) if np.isfinite(vals).any() else 1.0
         im = ax.imshow(vals, cmap=cmap, aspect="auto", vmin=center - lim, vmax=center + lim)
@@ -55,12 +54,11 @@ def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: 
 
 def dimension_bars(cis: pd.DataFrame, score: str, models: list[str]):
     """One panel per dimension: the demographics' means with 95% bootstrap CIs, one bar per model."""
-    plt = _plt()
     d = cis[cis["score"] == score]
     dims = list(dict.fromkeys(d["dimension"]))
     if not dims:
         return None
-    fig, axs = plt.subplots(1, len(dims), figsize=(3.2 * len(dims), 3.2), squeeze=False)
+    fig, axs = subplots(1, len(dims), figsize=(3.2 * len(dims), 3.2), squeeze=False)
     width = 0.8 / max(len(models), 1)
     for k, dim in enumerate(dims):
         ax = axs[0][k]
@@ -156,7 +154,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         details[f"lengths {_short(m)}"] = (f"median {rec['median_words']:.0f} words, {rec['shorter_than_min_words']} "
                                            f"below the minimum, {rec['trimmed_to_max_words']} trimmed")
     run = {"suite": "community", "model": metrics.get("model"), "status": "complete", "started": None,
-           "elapsed_seconds": None, "biaslens_version": _version(), "details": details}
+           "elapsed_seconds": None, "biaslens_version": __version__, "details": details}
     if cards:
         sections.insert(1, scorer_card_section(cards))
     return render_report(title="Community bias: " + ", ".join(_short(m) for m in models), run=run, sections=sections,

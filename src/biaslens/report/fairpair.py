@@ -9,16 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 
 
 def _plain(s: str) -> str:
@@ -42,9 +33,8 @@ def table3(t3: pd.DataFrame, source: str, target: str) -> pd.DataFrame:
 
 def distribution_figure(dist: dict, source: str, target: str):
     """Histograms of cross-set vs within-set dissimilarities per (model, dissimilarity)."""
-    plt = _plt()
     keys = list(dist)
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.2), squeeze=False)
+    fig, axes = subplots(1, len(keys), figsize=(4.2 * len(keys), 3.2), squeeze=False)
     for ax, key in zip(axes[0], keys):
         cross, within = dist[key]
         both = np.concatenate([cross, within]) if len(cross) + len(within) else np.zeros(1)
@@ -67,11 +57,10 @@ def distribution_figure(dist: dict, source: str, target: str):
 
 def ngram_figure(ngrams: pd.DataFrame, source: str, target: str):
     """Paired bars: the n-grams more frequent in A (left) and in B (right), paper Figure 6 shape."""
-    plt = _plt()
     a = ngrams[ngrams["side"] == "A"]
     b = ngrams[ngrams["side"] == "B"]
     n = max(len(a), len(b), 1)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.32 * n + 1.4))
+    fig, axes = subplots(1, 2, figsize=(11, 0.32 * n + 1.4))
     for ax, part, title in ((axes[0], a, f"more frequent in A ({source} prompts)"),
                             (axes[1], b, f"more frequent in B ({target} prompts)")):
         y = np.arange(len(part))

@@ -9,15 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biaslens.report.holistic_likelihood import _plt, _version
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+from biaslens import __version__
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings
 
 
 def noise_floor_figure(permuted: np.ndarray, observed: float):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 3.0))
+    fig, ax = subplots(figsize=(6.5, 3.0))
     ax.hist(permuted, bins=30, color="#bbbbbb", label="descriptor labels permuted within template")
     ax.axvline(observed, color="#d62728", lw=2, label="observed")
     ax.set_xlabel("Full Gen Bias x1000")
@@ -30,14 +29,13 @@ def noise_floor_figure(permuted: np.ndarray, observed: float):
 
 def frequency_figure(desc: pd.DataFrame, clusters: list[str], annotate: int = 3):
     """Per descriptor mean cluster probability vs word frequency (one-word descriptors, like the paper)."""
-    plt = _plt()
     d = desc[desc["one_word"].fillna(False).astype(bool) & (desc["frequency"] > 0)]
     if d.empty or not clusters:
         return None
     n = len(clusters)
     cols = min(3, n)
     rows = int(np.ceil(n / cols))
-    fig, axs = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.6 * rows), squeeze=False)
+    fig, axs = subplots(rows, cols, figsize=(3.4 * cols, 2.6 * rows), squeeze=False)
     for k, c in enumerate(clusters):
         ax = axs[k // cols][k % cols]
         ax.scatter(d["frequency"], d[c], s=12, alpha=0.7, color="#4c78a8")
@@ -151,7 +149,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         tables=[Table("Sample responses per cluster", sample_responses(analysis["responses"], clusters), max_rows=60),
                 Table("Most probable styles overall", analysis["mean_style"].head(20))]))
     run = {"suite": "holistic-generation", "model": metrics.get("model"), "status": "complete", "started": None,
-           "elapsed_seconds": None, "biaslens_version": _version(),
+           "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {**{k: v for k, v in (run_record.get("model") or {}).items()
                           if k in ("backend", "kind", "dtype", "weights_hash")},
                        **{k: v for k, v in (run_record.get("generation") or {}).items() if k in ("params", "persona", "source", "variants")}}}

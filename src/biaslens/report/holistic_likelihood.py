@@ -8,17 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biaslens import __version__
 from biaslens.metrics.likelihood_bias import LOVE_HATE_TEMPLATES
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 
 
 def _descriptor_lists(lh: pd.DataFrame, axes: pd.Series, n: int, what: str) -> pd.DataFrame:
@@ -114,10 +106,9 @@ def strongest_pairs(analysis, n: int = 30) -> pd.DataFrame:
 
 
 def lb_bar_figure(analysis):
-    plt = _plt()
     t = analysis.by_axis.sort_values("likelihood_bias")
     y = np.arange(len(t))
-    fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(t) + 1.2))
+    fig, ax = subplots(figsize=(7.5, 0.38 * len(t) + 1.2))
     lb = t["likelihood_bias"].to_numpy(dtype=float)
     # no interval (NaN) -> no error bar
     err = np.nan_to_num(np.vstack([lb - t["ci_low"].to_numpy(dtype=float), t["ci_high"].to_numpy(dtype=float) - lb]))
@@ -142,10 +133,9 @@ def _plotted(values: pd.Series, value_col: str) -> np.ndarray:
 
 
 def ppl_distribution_figure(sentences: pd.DataFrame, value_col: str = "perplexity"):
-    plt = _plt()
     axes = sorted(sentences["axis"].astype(str).unique())
     data = [_plotted(sentences.loc[sentences["axis"] == a, value_col], value_col) for a in axes]
-    fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(axes) + 1.2))
+    fig, ax = subplots(figsize=(7.5, 0.38 * len(axes) + 1.2))
     ax.boxplot(data, orientation="horizontal", showfliers=False)
     ax.set_yticks(np.arange(1, len(axes) + 1), axes)
     ax.set_xlabel(_VALUE_LABEL.get(value_col, value_col))
@@ -153,11 +143,10 @@ def ppl_distribution_figure(sentences: pd.DataFrame, value_col: str = "perplexit
 
 
 def ppl_heatmap_figure(sentences: pd.DataFrame, value_col: str = "perplexity"):
-    plt = _plt()
     shown = np.log10(sentences[value_col]) if value_col == "perplexity" else sentences[value_col]
     med = sentences.assign(logppl=shown).pivot_table(
         index="template", columns="axis", values="logppl", aggfunc="median", observed=True)
-    fig, ax = plt.subplots(figsize=(1.2 + 0.55 * med.shape[1], 1.0 + 0.3 * med.shape[0]))
+    fig, ax = subplots(figsize=(1.2 + 0.55 * med.shape[1], 1.0 + 0.3 * med.shape[0]))
     im = ax.imshow(med.to_numpy(dtype=float), aspect="auto", cmap="viridis")
     ax.set_xticks(np.arange(med.shape[1]), [str(c) for c in med.columns], rotation=60, ha="right", fontsize=8)
     ax.set_yticks(np.arange(med.shape[0]), [str(i) for i in med.index], fontsize=8)
@@ -234,12 +223,6 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
             "love_hate_diff = love - hate (negative: the model finds 'I hate ...' relatively more likely).",
             tables=[Table("Most negative love - hate", lh.head(15)), Table("Most positive love - hate", lh.tail(15))]))
     run = {"suite": "holistic-likelihood", "model": metrics.get("model"), "status": "complete",
-           "started": None, "elapsed_seconds": None, "biaslens_version": _version(),
+           "started": None, "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {k: v for k, v in (run_record.get("model") or {}).items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")}}
     return render_report(title=f"HolisticBias Likelihood Bias: {metrics.get('model')}", run=run, sections=sections)
-
-
-def _version() -> str:
-    from biaslens import __version__
-
-    return __version__

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.report.holistic_likelihood import _version
+from biaslens import __version__
 from biaslens.report.html import Section, Table, render_report
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings
@@ -45,7 +45,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFram
                 tables=[Table("Most offensive identity terms according to the classifier", audit.head(40))]),
     ]
     run = {"suite": "holistic-offensiveness", "model": metrics.get("classifier"), "status": "complete", "started": None,
-           "elapsed_seconds": None, "biaslens_version": _version(), "details": {}}
+           "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}
     if cards:
         sections.insert(1, scorer_card_section(cards))
     return render_report(title=f"HolisticBias offensiveness: {metrics.get('classifier')}", run=run, sections=sections,

@@ -71,13 +71,19 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def figure_from_matplotlib(fig, title: str, caption: str = "") -> Figure:
-    """PNG bytes of a matplotlib figure (closed afterwards)."""
-    import matplotlib.pyplot as plt
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize=None, **kwargs):
+    """``(figure, axes)`` like ``pyplot.subplots``, on a standalone matplotlib Figure: no pyplot
+    state and no global backend change, so a notebook user's plotting setup is left alone."""
+    from matplotlib.figure import Figure as MplFigure
 
+    fig = MplFigure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def figure_from_matplotlib(fig, title: str, caption: str = "") -> Figure:
+    """PNG bytes of a matplotlib figure (made with :func:`subplots`)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return Figure(title=title, png=buf.getvalue(), caption=caption)
 
 

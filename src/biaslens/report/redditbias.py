@@ -7,20 +7,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 
 
 def t_value_figure(lmb: pd.DataFrame):
     """t-value per bias type as bars (one colour per view), significance stars above (Figure 1a)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
     types = list(dict.fromkeys(lmb["bias_type"]))
     views = list(dict.fromkeys(lmb["view"]))
     width = 0.8 / max(1, len(views))
-    fig, ax = plt.subplots(figsize=(1.4 * len(types) + 2.5, 3.6))
+    fig, ax = subplots(figsize=(1.4 * len(types) + 2.5, 3.6))
     colours = ("#4c78a8", "#f58518", "#54a24b")
     for j, view in enumerate(views):
         sub = lmb[lmb["view"] == view].set_index("bias_type").reindex(types)

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 from biaslens.report.run_folder import write_json
 
 
@@ -261,14 +261,9 @@ def _num(v: Any) -> float | None:
 
 
 def _grouped_bars(wide: pd.DataFrame, ylabel: str, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
     n = max(1, wide.shape[1])
     width = 0.8 / n
-    fig, ax = plt.subplots(figsize=(1.6 * max(1, len(wide)) + 2.5, 3.6))
+    fig, ax = subplots(figsize=(1.6 * max(1, len(wide)) + 2.5, 3.6))
     for j, col in enumerate(wide.columns):
         x = np.arange(len(wide)) + (j - (n - 1) / 2) * width
         ax.bar(x, np.nan_to_num(wide[col].to_numpy(dtype=float)), width, label=str(col))
@@ -280,12 +275,7 @@ def _grouped_bars(wide: pd.DataFrame, ylabel: str, title: str):
 
 
 def _bars(df: pd.DataFrame, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(1.2 * len(df) + 2.5, 3.2))
+    fig, ax = subplots(figsize=(1.2 * len(df) + 2.5, 3.2))
     ax.bar(np.arange(len(df)), df["perplexity"].to_numpy(dtype=float), color="#4c78a8")
     ax.set_xticks(np.arange(len(df)), df["model"].tolist(), rotation=20, ha="right")
     ax.set_ylabel("perplexity")
