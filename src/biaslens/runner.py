@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biaslens.config import ConfigError, RunConfig
 from biaslens.engine.calls import model_calls_from_config
+from biaslens.models.base import ModelError
 from biaslens.results import RunResult, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 
@@ -178,24 +180,54 @@ def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None
     suite = get_suite(config.suite)
     suite.parse_options(config)  # a mistake in the options fails before a run folder exists
     console = console or Console(stderr=True)
-    with RunFolder(out_dir(config), suite=suite.name, config=config.model_dump(mode="json")) as folder:
-        ctx = RunContext(suite, config, folder, console, backend)
-        try:
-            tables = suite.collect(ctx)
-        finally:
-            ctx.close()
-        missing = [n for n in _required(suite) if n not in tables]
-        if missing:  # a suite bug, not a user error: say which table
-            raise RuntimeError(f"suite {suite.name} collected no table {missing[0]!r}")
-        for name, table in tables.items():
-            folder.write_table(name, table)
-        actx = _analysis_context(suite, config, folder, console)
-        result = finish(suite, folder, tables, actx)
-        suite.summary(result, actx)
-        _print_footer(console, result, folder.path)
-    return RunResult(out=folder.path, metrics=result.metrics_json(suite.name, actx.model_name),
+    out = out_dir(config)
+    existed = out.exists()
+    new_parents = [p for p in out.parents if not p.exists()]  # e.g. runs/: removed with a litter folder
+    ctx: RunContext | None = None
+    try:
+        with RunFolder(out, suite=suite.name, config=config.model_dump(mode="json")) as folder:
+            ctx = RunContext(suite, config, folder, console, backend)
+            try:
+                tables = suite.collect(ctx)
+            finally:
+                ctx.close()
+            result = _write_and_report(suite, config, folder, console, tables)
+    except (ValueError, ModelError) as e:
+        if not existed and _input_mistake(e, ctx):
+            # nothing was computed: a run folder holding only the error would just be litter
+            shutil.rmtree(out, ignore_errors=True)
+            for parent in new_parents:  # deepest first; only if still empty
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
+        raise
+    model = folder.record.get("model")
+    return RunResult(out=folder.path, metrics=result.metrics_json(suite.name, model.get("name") if isinstance(
+                         model, dict) else None),
                      tables={**tables, **result.tables}, analysis=result.analysis, stats=folder.record,
                      main_table=suite.main_table)
+
+
+def _input_mistake(error: BaseException, ctx: RunContext | None) -> bool:
+    """A mistake in the input (configuration, dataset, generations file, a model that cannot be
+    loaded) found before any model call was computed."""
+    computed = ctx is not None and ctx.model_loaded and ctx.calls.stats.computed > 0
+    if isinstance(error, ModelError):
+        return ctx is None or not ctx.model_loaded
+    return not computed
+
+
+def _write_and_report(suite: Suite, config: RunConfig, folder: RunFolder, console, tables: dict) -> SuiteResult:
+    """The stored tables, then analysis, derived tables, metrics.json, report and summary."""
+    missing = [n for n in _required(suite) if n not in tables]
+    if missing:  # a suite bug, not a user error: say which table
+        raise RuntimeError(f"suite {suite.name} collected no table {missing[0]!r}")
+    for name, table in tables.items():
+        folder.write_table(name, table)
+    actx = _analysis_context(suite, config, folder, console)
+    result = finish(suite, folder, tables, actx)
+    suite.summary(result, actx)
+    _print_footer(console, result, folder.path)
+    return result
 
 
 def _required(suite: Suite) -> list[str]:

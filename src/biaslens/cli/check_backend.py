@@ -12,14 +12,14 @@ import typer
 def check_backend_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model name: the embedded 'smollm2-135m', a local folder or id (for openai: the served model's name)."),
     backend: str = typer.Option(..., "--backend", help="Backend to check: vllm, openai or hf."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference model loaded through transformers (fp32) \\[default: --model]; 'none' checks batch invariance only."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference model loaded through transformers (fp32) [default: --model]; 'none' checks batch invariance only."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="openai backend: environment variable holding the API key."),
     device: str = typer.Option("cpu", help="Device for the candidate (vllm) and the reference."),
     dtype: str = typer.Option("float32", help="Candidate dtype (vllm); the reference is always float32."),
     tolerance: float = typer.Option(1e-3, help="Largest allowed per-token log-probability difference (nats)."),
     batch_size: int = typer.Option(8, help="Batch size compared with batch size 1 (batch invariance)."),
-    texts: Optional[Path] = typer.Option(None, "--texts", help="Calibration texts, one per line \\[default: 24 HolisticBias sentences and 4 harder texts]."),
+    texts: Optional[Path] = typer.Option(None, "--texts", help="Calibration texts, one per line [default: 24 HolisticBias sentences and 4 harder texts]."),
     json_out: Optional[Path] = typer.Option(None, "--json-out", help="Also write the result as JSON here."),
     cache_dir: Optional[Path] = typer.Option(None, help="Cache folder where the verdict is recorded (default ~/.cache/biaslens)."),
 ):

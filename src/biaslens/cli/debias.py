@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-debias_app = typer.Typer(
+debias_app = typer.Typer(rich_markup_mode=None,
     help="Debias a causal LM for one RedditBias bias type (paper section 4): CDA, LMD, ADD or HD. "
          "The output folder is a model folder every suite can evaluate (--model DIR).",
     no_args_is_help=True,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-downstream_app = typer.Typer(help="Dialog tasks on your data (RedditBias paper 3.2): state tracking and response "
+downstream_app = typer.Typer(rich_markup_mode=None, help="Dialog tasks on your data (RedditBias paper 3.2): state tracking and response "
                                   "generation; results feed `biaslens compare`.", no_args_is_help=True)
 
 
@@ -24,7 +24,7 @@ def dst(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Embedded name, local folder or Hugging Face id."),
     train: Path = typer.Option(..., "--train", help="MultiWOZ 2.0-format JSON for training."),
     test: Path = typer.Option(..., "--test", help="MultiWOZ 2.0-format JSON for testing."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder \\[default MODEL/downstream-dst]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default MODEL/downstream-dst]."),
     epochs: float = typer.Option(1.0, "--epochs"),
     batch_size: int = typer.Option(8, "--batch-size"),
     lr: float = typer.Option(5e-5, "--lr"),
@@ -41,7 +41,7 @@ def generation(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Embedded name, local folder or Hugging Face id."),
     train: Path = typer.Option(..., "--train", help="DSTC-7 tab-separated file (last columns: context, response)."),
     test: Path = typer.Option(..., "--test", help="DSTC-7 test file; lines sharing a context are its references."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder \\[default MODEL/downstream-generation]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default MODEL/downstream-generation]."),
     epochs: float = typer.Option(1.0, "--epochs"),
     batch_size: int = typer.Option(8, "--batch-size"),
     lr: float = typer.Option(5e-5, "--lr"),

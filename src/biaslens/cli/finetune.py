@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-finetune_app = typer.Typer(help="Fine-tune models (community models for `biaslens run community`).",
+finetune_app = typer.Typer(rich_markup_mode=None, help="Fine-tune models (community models for `biaslens run community`).",
                            no_args_is_help=True)
 
 

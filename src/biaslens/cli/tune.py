@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-tune_app = typer.Typer(help="Bias-reduction tuning (HolisticBias style equality).", no_args_is_help=True)
+tune_app = typer.Typer(rich_markup_mode=None, help="Bias-reduction tuning (HolisticBias style equality).", no_args_is_help=True)
 
 
 @tune_app.command("style-equality")
@@ -15,7 +15,7 @@ def style_equality_cmd(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id."),
     generations: Path = typer.Option(..., "--generations", "-g", help="A finished `biaslens run holistic-generation` run folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Output model folder (re-run the same command to resume)."),
-    beta: Optional[float] = typer.Option(None, "--beta", help="Tag 'bias' when the bias value exceeds this (paper: 0.0003 DialoGPT, 0.003 BlenderBot, for its 217-style classifier) \\[default: the run's median bias value]."),
+    beta: Optional[float] = typer.Option(None, "--beta", help="Tag 'bias' when the bias value exceeds this (paper: 0.0003 DialoGPT, 0.003 BlenderBot, for its 217-style classifier) [default: the run's median bias value]."),
     alpha: int = typer.Option(0, "--alpha", help="Exponent of ||m_d - m_bar|| in the bias value: 0, 1 or 2 (paper: 0)."),
     no_tags: bool = typer.Option(False, "--no-tags", help="Ablation: tune on the same pairs without tags (generates without a tag)."),
     epochs: float = typer.Option(1.0, "--epochs", help="Training epochs (early stopping on validation loss may stop sooner)."),

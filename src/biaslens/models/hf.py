@@ -20,7 +20,7 @@ import numpy as np
 
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
-from biaslens.models.tokenized import DTYPES, TokenizerBackend, is_masked_config, pick_start_token
+from biaslens.models.tokenized import DTYPES, TokenizerBackend, check_model_location, is_masked_config, pick_start_token
 
 log = logging.getLogger(__name__)
 
@@ -540,6 +540,18 @@ class HFSeq2SeqBackend(TokenizerBackend):
         return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
 
 
+def check_device(torch, device: str) -> None:
+    """One clear line when the device cannot be used, instead of torch's assertion later."""
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        if torch.version.cuda is None:
+            raise ModelError(f"--device {device}: this torch build ({torch.__version__}) has no CUDA support; "
+                             "install a CUDA build of torch that matches your GPU driver, or use --device cpu")
+        raise ModelError(f"--device {device}: torch has CUDA {torch.version.cuda} but sees no GPU "
+                         "(driver, CUDA_VISIBLE_DEVICES?); use --device cpu")
+    if str(device) == "mps" and not torch.backends.mps.is_available():
+        raise ModelError("--device mps: this machine or torch build has no Apple MPS support; use --device cpu")
+
+
 def load_hf(
     name_or_path: str,
     *,
@@ -577,6 +589,8 @@ def load_hf(
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     apply_thread_setting(torch)
+    check_device(torch, device)
+    check_model_location(name_or_path)
     kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if gguf_file:
         kw["gguf_file"] = gguf_file

@@ -9,6 +9,8 @@ exactly as the reference transformers backend does.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,37 @@ DOCUMENT_START_CANDIDATES = ("<|endoftext|>", "<|begin_of_text|>", "<s>", "[CLS]
 #: model types scored as masked LMs even when the config names no *MaskedLM architecture
 _MASKED_MODEL_TYPES = frozenset({"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2",
                                  "xlm-roberta", "camembert", "mpnet"})
+
+
+def downloads_allowed() -> bool:
+    """Whether a model may come from the Hugging Face Hub: only when the user said so
+    (``BIASLENS_ONLINE=1``) or lifted the offline switch the API sets."""
+    if os.environ.get("BIASLENS_ONLINE"):
+        return True
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() not in ("1", "true", "yes", "on")
+
+
+def check_model_location(name: str) -> None:
+    """Fail in one line, before any network attempt, when ``name`` cannot be loaded as asked:
+    a path that does not exist, or a Hub id while downloads are off and the local Hugging Face
+    cache does not hold it."""
+    if Path(name).expanduser().exists():
+        return
+    # Hub ids are "name" or "owner/name"; anything else is meant as a folder
+    if name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name:
+        raise ModelError(f"cannot load model {name!r}: no such folder")
+    if downloads_allowed():
+        return
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+    except Exception:  # noqa: BLE001 - an unusable cache is the same as an empty one here
+        cached = None
+    if not isinstance(cached, str):
+        raise ModelError(f"cannot load model {name!r}: it is not a local folder and biaslens is offline, so "
+                         "nothing was downloaded; pass a local model folder, 'smollm2-135m' (the embedded model) "
+                         "or 'fake', or set BIASLENS_ONLINE=1 to download it from the Hugging Face Hub")
 
 
 def pick_start_token(tokenizer, override: str | None = None) -> str | None:

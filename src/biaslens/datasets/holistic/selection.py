@@ -3,6 +3,8 @@ that keeps whole (axis, template, descriptor) groups."""
 
 from __future__ import annotations
 
+import difflib
+
 import numpy as np
 import pandas as pd
 
@@ -39,7 +41,9 @@ def select_rows(
             present = set(df[col].astype(str).unique())
             unknown = [w for w in wanted if w not in present]
             if unknown:
-                raise ConfigError(f"{name}: unknown value(s) {unknown}; choose from {sorted(present)}")
+                hints = [f"{u!r} (did you mean {', '.join(map(repr, close))}?)" if (
+                    close := difflib.get_close_matches(u, present, n=2)) else repr(u) for u in unknown]
+                raise ConfigError(f"{name}: unknown value(s) {', '.join(hints)}; choose from {sorted(present)}")
             df = df[df[col].isin(wanted)]
     if full or sample is None:
         return df.reset_index(drop=True)

@@ -1,0 +1,5 @@
+"""`python -m biaslens.cli`: the same as the `biaslens` command."""
+
+from biaslens.cli import main
+
+main()

@@ -1,0 +1,69 @@
+"""What a new user meets first (#17): offline means no download attempt, errors name the flag
+and the fix, an input mistake leaves no run folder, `--help` reads at 80 columns."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def _cli(*args: str, cwd, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("BIASLENS_ONLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update({"COLUMNS": "80", **(env_extra or {})})
+    return subprocess.run([sys.executable, "-m", "biaslens.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+
+
+def _error(res: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith(("error:", "Error:"))]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    return lines[0]
+
+
+def test_a_hub_name_offline_is_one_line_without_a_download_attempt(tmp_path):
+    res = _cli("run", "--model", "gpt2", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    line = _error(res)
+    assert "not a local folder" in line and "BIASLENS_ONLINE=1" in line and "nothing was downloaded" in line
+    assert "huggingface.co" not in res.stderr and "Retrying" not in res.stderr
+    assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()
+
+
+def test_a_missing_model_folder_says_so_plainly(tmp_path):
+    line = _error(_cli("run", "--model", "./models/nope", cwd=tmp_path))
+    assert line.endswith("cannot load model './models/nope': no such folder")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cuda_on_a_cpu_only_torch_says_what_to_install(tmp_path):
+    import torch
+
+    if torch.version.cuda is not None:
+        pytest.skip("this torch build has CUDA")
+    line = _error(_cli("run", "--device", "cuda", "--sample", "50", cwd=tmp_path))
+    assert "this torch build" in line and "no CUDA support" in line and "--device cpu" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_misspelled_axis_gets_a_suggestion_and_no_folder(tmp_path):
+    line = _error(_cli("run", "--model", "fake", "--axes", "abilty,age", cwd=tmp_path))
+    assert "--axes" in line and "'abilty' (did you mean 'ability'?)" in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("args, flag", [(["fairpair", "--fairpair-perturber", "x"], "--fairpair-perturber"),
+                                        (["--alpha", "2"], "--alpha"), (["--batch-size", "0"], "--batch-size"),
+                                        (["holistic-generation", "--max-new-tokens", "0"], "--max-new-tokens")])
+def test_an_invalid_value_names_the_flag_typed(tmp_path, args, flag):
+    line = _error(_cli("run", *args, "--model", "fake", cwd=tmp_path))
+    assert line.startswith(f"error: {flag}:") and "field '" not in line, line
+
+
+def test_run_help_reads_at_80_columns(tmp_path):
+    res = _cli("run", "--help", cwd=tmp_path)
+    assert res.returncode == 0
+    assert max(len(line) for line in res.stdout.splitlines()) <= 80
+    assert "…" not in res.stdout and "<bool>" not in res.stdout and "\\[" not in res.stdout
+    words = " ".join(res.stdout.split())
+    assert "--no-identity-masking" in words and "median perplexity error 0.5%" in words
