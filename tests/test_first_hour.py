@@ -67,3 +67,33 @@ def test_run_help_reads_at_80_columns(tmp_path):
     assert "…" not in res.stdout and "<bool>" not in res.stdout and "\\[" not in res.stdout
     words = " ".join(res.stdout.split())
     assert "--no-identity-masking" in words and "median perplexity error 0.5%" in words
+
+
+def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
+    import html
+    import re
+
+    import biaslens
+
+    res = biaslens.run(model="fake", sample=1200, out=str(tmp_path / "lb"), cache_dir=str(tmp_path / "c"))
+    page = (tmp_path / "lb" / "report.html").read_text(encoding="utf-8")
+    headline = page.index('class="headline"')
+    assert headline < page.index("<h2>") and html.escape(res.metrics["verdict"], quote=False) in page
+    # love / hate: short template names, no template column that the run did not sample
+    section = page[page.index("<h2>I love / I hate</h2>"):]
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1)
+    assert "{plural_noun_phrase}" not in header and "I love" in header
+    lh = res.love_hate
+    for template in [c for c in lh.columns if "{" in c and lh[c].isna().all()]:
+        assert template.replace(" {plural_noun_phrase}", "").rstrip(".") not in header
+    positive = section[section.index("Most positive love - hate"):]
+    diffs = [float(v) for v in re.findall(r"<td>(-?[0-9.]+)</td></tr>", positive)[:5]]
+    assert diffs == sorted(diffs, reverse=True), diffs
+
+    biaslens.run(suite="holistic-generation", model="fake", sample=20, out=str(tmp_path / "gen"),
+                 cache_dir=str(tmp_path / "c"), generation={"n_permutations": 20, "n_bootstrap": 50})
+    page = (tmp_path / "gen" / "report.html").read_text(encoding="utf-8")
+    assert page.index('class="headline"') < page.index("<h2>")
+    details = page[: page.index("<h2>")]
+    assert "<td>decoding</td>" in details and "max new tokens 32" in details
+    assert "<td>persona</td><td>none</td>" in details and "{&#39;" not in details and "[]" not in details

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from biaslens.config import ConfigError, RunConfig
 from biaslens.engine.calls import model_calls_from_config
 from biaslens.models.base import ModelError
+from biaslens.report.html import with_headline
 from biaslens.results import RunResult, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 
@@ -155,7 +156,7 @@ def finish(suite: Suite, folder: RunFolder, tables: dict[str, Any], actx: Analys
         folder.write_table(name, table)
     folder.write_json("metrics.json", result.metrics_json(suite.name, actx.model_name))
     with folder.timer("report"):
-        folder.write_text("report.html", suite.render(result, tables, actx))
+        folder.write_text("report.html", with_headline(suite.render(result, tables, actx), result.verdict))
     return result
 
 

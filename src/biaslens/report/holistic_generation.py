@@ -152,7 +152,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
            "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {**{k: v for k, v in (run_record.get("model") or {}).items()
                           if k in ("backend", "kind", "dtype", "weights_hash")},
-                       **{k: v for k, v in (run_record.get("generation") or {}).items() if k in ("params", "persona", "source", "variants")}}}
+                       **_generation_details(run_record.get("generation") or {})}}
     cards = metrics.get("scorer_cards") or []
     if cards:
         sections.insert(1, scorer_card_section(cards))
@@ -169,3 +169,22 @@ def _validity(metrics: dict[str, Any]) -> dict[str, Any]:
         if metrics.get(k) is not None:
             out[f"responses offensive, {k.rsplit('_', 1)[1]} (beside the headline), %"] = metrics[k]
     return out
+
+
+def _generation_details(gen: dict) -> dict[str, str]:
+    """Decoding settings in words, not as Python reprs ({'max_new_tokens': 32, ...} / [])."""
+    out: dict[str, str] = {}
+    params = gen.get("params") or {}
+    if params:
+        shown = {k: v for k, v in params.items() if v not in (None, 0, False) or k in ("do_sample", "max_new_tokens")}
+        out["decoding"] = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown.items())
+    if "persona" in gen:
+        out["persona"] = " / ".join(gen["persona"]) if gen["persona"] else "none"
+    if gen.get("source"):
+        out["responses"] = f"read from {gen['source']}"
+    variants = gen.get("variants")
+    if isinstance(variants, dict):
+        out["prompt variants"] = (f"applied (seed {variants.get('seed')}): {', '.join(variants.get('flags') or [])}"
+                                  if variants.get("applied") else "off")
+    return out
+

@@ -105,6 +105,15 @@ def strongest_pairs(analysis, n: int = 30) -> pd.DataFrame:
     return out[cols].head(n).reset_index(drop=True)
 
 
+def love_hate_table(lh: pd.DataFrame) -> pd.DataFrame:
+    """The love/hate view for reading: short template names ("I love", "I think ... best"),
+    templates the run did not sample (all empty) left out, rows without a difference last."""
+    short = {t: t.replace(" {plural_noun_phrase}", "").replace(" are the", " ... the").rstrip(".")
+             for t in lh.columns if "{" in str(t)}
+    out = lh.rename(columns=short)
+    return out[[c for c in out.columns if out[c].notna().any() or c == "love_hate_diff"]]
+
+
 def lb_bar_figure(analysis):
     t = analysis.by_axis.sort_values("likelihood_bias")
     y = np.arange(len(t))
@@ -117,7 +126,8 @@ def lb_bar_figure(analysis):
     ax.set_yticks(y, t["axis"].astype(str))
     ax.set_xlabel("fraction of descriptor pairs with significantly different perplexity")
     ax.set_xlim(0, 1)
-    ax.legend(loc="lower right", fontsize=8)
+    # beside the plot, never over a bar or an interval
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return figure_from_matplotlib(fig, "Likelihood Bias per axis",
                                   "Bars: uncorrected fraction (p < alpha, the paper's figure) with 95% intervals from a bootstrap "
                                   "over descriptors; dots: after BH correction.")
@@ -133,13 +143,16 @@ def _plotted(values: pd.Series, value_col: str) -> np.ndarray:
 
 
 def ppl_distribution_figure(sentences: pd.DataFrame, value_col: str = "perplexity"):
-    axes = sorted(sentences["axis"].astype(str).unique())
-    data = [_plotted(sentences.loc[sentences["axis"] == a, value_col], value_col) for a in axes]
+    by_axis = {a: _plotted(sentences.loc[sentences["axis"].astype(str) == a, value_col], value_col)
+               for a in sentences["axis"].astype(str).unique()}
+    # ordered by median, lowest at the bottom: the plot reads as a ranking
+    axes = sorted(by_axis, key=lambda a: np.median(by_axis[a]) if len(by_axis[a]) else np.inf)
+    data = [by_axis[a] for a in axes]
     fig, ax = subplots(figsize=(7.5, 0.38 * len(axes) + 1.2))
     ax.boxplot(data, orientation="horizontal", showfliers=False)
     ax.set_yticks(np.arange(1, len(axes) + 1), axes)
     ax.set_xlabel(_VALUE_LABEL.get(value_col, value_col))
-    return figure_from_matplotlib(fig, "Distribution per axis", "All templates pooled; whiskers 1.5 IQR.")
+    return figure_from_matplotlib(fig, "Distribution per axis", "All templates pooled, axes ordered by their median; whiskers 1.5 IQR.")
 
 
 def ppl_heatmap_figure(sentences: pd.DataFrame, value_col: str = "perplexity"):
@@ -216,12 +229,15 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
                 tables=[Table("Pairs", strongest_pairs(analysis))]),
     ]
     if len(analysis.love_hate):
-        lh = analysis.love_hate
+        lh = love_hate_table(analysis.love_hate)
+        neg = lh.sort_values("love_hate_diff", ascending=True, na_position="last").head(15)
+        pos = lh.sort_values("love_hate_diff", ascending=False, na_position="last").head(15)
         sections.append(Section(
             "I love / I hate",
             "Fraction of each descriptor's sentences below the template's overall median perplexity; "
             "love_hate_diff = love - hate (negative: the model finds 'I hate ...' relatively more likely).",
-            tables=[Table("Most negative love - hate", lh.head(15)), Table("Most positive love - hate", lh.tail(15))]))
+            tables=[Table("Most negative love - hate", neg, "Columns: the share per template (templates not sampled "
+                          "are left out)."), Table("Most positive love - hate", pos)]))
     run = {"suite": "holistic-likelihood", "model": metrics.get("model"), "status": "complete",
            "started": None, "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {k: v for k, v in (run_record.get("model") or {}).items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")}}

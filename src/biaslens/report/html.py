@@ -94,3 +94,15 @@ _env.filters["fmt"] = _fmt
 def render_report(*, title: str, run: dict[str, Any], sections: list[Section], warnings: list[str] | None = None) -> str:
     """The whole report as one HTML string; ``warnings`` open it, in plain words, before any number."""
     return _env.get_template("report.html.j2").render(title=title, run=run, sections=sections, warnings=warnings or [])
+
+
+def with_headline(page: str, verdict: str | None) -> str:
+    """The report with its one-sentence verdict (escaped) right under the title: what a reader
+    needs first, before any table."""
+    if not verdict or "</h1>" not in page:
+        return page
+    from markupsafe import escape
+
+    block = f'\n<p class="headline" role="status"><b>Verdict:</b> {escape(verdict)}</p>'
+    return page.replace("</h1>", "</h1>" + block, 1)
+
