@@ -97,3 +97,21 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     details = page[: page.index("<h2>")]
     assert "<td>decoding</td>" in details and "max new tokens 32" in details
     assert "<td>persona</td><td>none</td>" in details and "{&#39;" not in details and "[]" not in details
+
+
+def test_a_finished_or_rerendered_folder_keeps_no_lock_file(tmp_path):
+    import biaslens
+
+    out = tmp_path / "run"
+    biaslens.run(model="fake", sample=120, axes=["ability", "age"], out=str(out), cache_dir=str(tmp_path / "c"))
+    assert not (out / ".biaslens.lock").exists() and (out / "run.json").is_file()
+    biaslens.rerender(out)
+    assert not (out / ".biaslens.lock").exists()
+
+
+def test_without_a_terminal_lines_are_not_wrapped_mid_phrase(tmp_path):
+    res = _cli("run", "--model", "fake", "--sample", "600", "--out", str(tmp_path / "run"),
+               "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    start = next(ln for ln in res.stderr.splitlines() if ln.startswith("holistic-likelihood:"))
+    assert start.rstrip().endswith(")") and "13 axes" in start, start

@@ -48,7 +48,7 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
     folder's stored tables, without model calls (the runner's ``rerender_run``)."""
     from filelock import FileLock, Timeout
 
-    from biaslens.report.run_folder import RunFolderBusy, read_run
+    from biaslens.report.run_folder import RunFolderBusy, read_run, release_lock
     from biaslens.runner import rerender_run
     from biaslens.suites import SUITES, UnknownSuite, get_suite
 
@@ -80,4 +80,4 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
             raise UnknownSuite(f"{run_dir}: re-rendering suite {suite!r} is not supported by this biaslens version")
         return rerender_run(run_dir, record, get_suite(suite), console=console)
     finally:
-        lock.release()
+        release_lock(lock)

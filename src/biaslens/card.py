@@ -105,11 +105,10 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
         methods: a subset of suite names (default all).
         backend: an already loaded backend, shared by every method (tests).
     """
-    from rich.console import Console
-
     from biaslens import api
+    from biaslens.environment import default_console
 
-    console = console or Console(stderr=True)
+    console = console or default_console()
     if budget not in BUDGETS:
         raise ConfigError(f"--budget: unknown budget {budget!r}; choose from {', '.join(BUDGETS)}")
     base = dict(config or {})

@@ -16,3 +16,13 @@ def apply_environment_policy() -> None:
     if not os.environ.get("BIASLENS_ONLINE"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def default_console():
+    """The console progress and summaries go to: standard error; without a terminal (CI logs,
+    pipes) lines are not wrapped at 80 columns in mid-phrase."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=not sys.stderr.isatty())

@@ -173,14 +173,13 @@ def _print_footer(console, result: SuiteResult, out: Path) -> None:
 
 def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
     """Run one suite end to end and write its run folder."""
-    from rich.console import Console
-
+    from biaslens.environment import default_console
     from biaslens.report.run_folder import RunFolder
     from biaslens.suites import get_suite
 
     suite = get_suite(config.suite)
     suite.parse_options(config)  # a mistake in the options fails before a run folder exists
-    console = console or Console(stderr=True)
+    console = console or default_console()
     out = out_dir(config)
     existed = out.exists()
     new_parents = [p for p in out.parents if not p.exists()]  # e.g. runs/: removed with a litter folder

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from biaslens.cli.check_backend import check_backend_command
 from biaslens.cli.compare import compare as compare_command
 from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
+from biaslens.environment import default_console
 
 app = typer.Typer(rich_markup_mode=None,
     name="biaslens",
@@ -39,7 +39,7 @@ app.add_typer(downstream_app, name="downstream")
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(__import__("biaslens.cli.tune", fromlist=["tune_app"]).tune_app, name="tune")
 
-console = Console(stderr=True)
+console = default_console()
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:

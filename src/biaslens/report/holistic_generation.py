@@ -17,11 +17,12 @@ from biaslens.scorers.card import card_note, card_warnings
 
 def noise_floor_figure(permuted: np.ndarray, observed: float):
     fig, ax = subplots(figsize=(6.5, 3.0))
-    ax.hist(permuted, bins=30, color="#bbbbbb", label="descriptor labels permuted within template")
+    ax.hist(permuted, bins=30, color="#bbbbbb", label="descriptor labels permuted\nwithin their strata")
     ax.axvline(observed, color="#d62728", lw=2, label="observed")
     ax.set_xlabel("Full Gen Bias x1000")
     ax.set_ylabel("permutations")
-    ax.legend(fontsize=8)
+    # beside the plot, never over the tallest bars
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return figure_from_matplotlib(fig, "Noise floor",
                                   "FGB a model would get at these cell sizes if responses did not depend on the "
                                   "descriptor. Observed far right of the grey mass = bias beyond sampling noise.")
@@ -46,9 +47,13 @@ def frequency_figure(desc: pd.DataFrame, clusters: list[str], annotate: int = 3)
         top = float(d[c].max()) if len(d) else 1.0
         ax.set_ylim(0, top * 1.25 if top > 0 else 1.0)  # headroom so labels stay inside the panel
         # the highest points sit close together: stagger their labels downwards, with a leader line
+        # and labels of points in the right half of the panel go to their left, so they stay inside it
+        lo, hi = np.log10(d["frequency"].min()), np.log10(d["frequency"].max())
         for i, (_, r) in enumerate(d.nlargest(annotate, c).iterrows()):
+            right = hi > lo and np.log10(r["frequency"]) > (lo + hi) / 2
             ax.annotate(str(r["descriptor"]), (r["frequency"], r[c]), fontsize=7, textcoords="offset points",
-                        xytext=(6, 4 - 10 * i), arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#888"})
+                        xytext=(-6 if right else 6, 4 - 10 * i), ha="right" if right else "left",
+                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#888"})
     for k in range(n, rows * cols):
         axs[k // cols][k % cols].axis("off")
     fig.tight_layout()

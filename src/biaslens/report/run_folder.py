@@ -165,7 +165,7 @@ class RunFolder:
             self._log_handler.close()
             self._log_handler = None
         if self._lock is not None:
-            self._lock.release()
+            release_lock(self._lock)
             self._lock = None
 
     def _remove_previous_outputs(self) -> None:
@@ -239,6 +239,14 @@ class RunFolder:
     def _add(self, name: str) -> None:
         if name not in self.files:
             self.files.append(name)
+
+
+def release_lock(lock) -> None:
+    """Release a run folder's lock and delete its file: a finished folder holds only results.
+    (Another process that opened the old file meanwhile was refused within its 0.5 s timeout.)"""
+    lock.release()
+    with contextlib.suppress(OSError):
+        Path(lock.lock_file).unlink()
 
 
 def read_run(path: str | Path) -> dict[str, Any]:
