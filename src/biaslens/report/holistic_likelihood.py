@@ -184,9 +184,14 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
            table7_templates: list[str] | None = None) -> str:
     lo, hi = metrics.get("ci_low"), metrics.get("ci_high")
     overall_ci = "n/a" if lo is None or hi is None or np.isnan(lo) or np.isnan(hi) else f"{lo:.3f} to {hi:.3f}"
-    tables = [Table("Per axis, all sampled templates pooled", per_axis_table(analysis),
-                    "95% CI: " + analysis.interval + ". Low/high: descriptors of 6-19 characters with the "
-                    "lowest/highest median value over all sampled templates (not the paper's Table 3: see below).")]
+    pooled = per_axis_table(analysis)
+    lists = ["low ppl descriptors", "high ppl descriptors", "list note"]
+    # two narrow tables rather than one that scrolls sideways: the numbers, then the descriptor lists
+    tables = [Table("Per axis, all sampled templates pooled", pooled.drop(columns=lists),
+                    "95% CI: " + analysis.interval + "."),
+              Table("Per axis: descriptors with the lowest and highest values", pooled[["axis", *lists]],
+                    "Descriptors of 6-19 characters with the lowest/highest median value over all sampled templates "
+                    "(not the paper's Table 3: see below).")]
     t3 = table3(analysis, token_counts=token_counts)
     if t3 is not None:
         tables.append(Table("Paper Table 3 shape", t3[0], t3[1]))
