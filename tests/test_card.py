@@ -6,7 +6,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from biaslens.card import METHODS, _change_verdict, compare_cards, make_card, read_card
+from biaslens.bias_card import METHODS, _change_verdict, compare_cards, make_card, read_card
 from biaslens.cli import app
 from biaslens.config import ConfigError
 

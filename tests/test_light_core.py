@@ -51,7 +51,7 @@ def test_core_package_does_not_depend_on_torch():
 
 
 def test_core_venv_has_no_torch_and_imports_biaslens(core_python, tmp_path):
-    code = ("import importlib.util, sys, biaslens, biaslens.api, biaslens.runner, biaslens.card; "
+    code = ("import importlib.util, sys, biaslens, biaslens.api, biaslens.runner, biaslens.bias_card; "
             f"print([m for m in {HEAVY!r} if importlib.util.find_spec(m)])")
     res = _run(core_python, "-c", code, cwd=tmp_path)
     assert res.returncode == 0, res.stderr

@@ -179,7 +179,7 @@ def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
     each suite's report, no console errors; the screenshot is saved for a look."""
     from rich.console import Console
 
-    from biaslens.card import make_card
+    from biaslens.bias_card import make_card
 
     out = tmp_path / "card"
     make_card({"model": "fake", "cache_dir": str(tmp_path / "c")}, out=out, budget="smoke",

@@ -26,7 +26,7 @@ def card(
 
 
 def _card(model, budget, out, methods, device, cache_dir, seed) -> None:
-    from biaslens.card import make_card
+    from biaslens.bias_card import make_card
     from biaslens.cli.app import console
 
     config = {"model": {"name": model, "device": device}, "seed": seed}

@@ -22,7 +22,7 @@ def compare(
 
 
 def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], intersection: bool) -> None:
-    from biaslens.card import compare_cards, is_card
+    from biaslens.bias_card import compare_cards, is_card
     from biaslens.cli.app import console
     from biaslens.suites.compare import compare_runs
 
