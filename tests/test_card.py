@@ -6,9 +6,10 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from biaslens.bias_card import METHODS, _change_verdict, compare_cards, make_card, read_card
+from biaslens.bias_card import METHODS, compare_cards, make_card, read_card
 from biaslens.cli import app
 from biaslens.config import ConfigError
+from biaslens.suites.compare import interval_change_verdict
 
 
 def _quiet():
@@ -66,10 +67,10 @@ def test_unknown_budget_and_method_are_named():
 
 def test_change_verdict_needs_separated_intervals():
     before = {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}
-    assert _change_verdict(before, {"value": 0.2, "ci_low": 0.1, "ci_high": 0.3})["verdict"] == "went down"
-    assert _change_verdict(before, {"value": 0.8, "ci_low": 0.7, "ci_high": 0.9})["verdict"] == "went up"
-    assert _change_verdict(before, {"value": 0.45, "ci_low": 0.35, "ci_high": 0.55})["verdict"] == "no detectable change"
-    no_ci = _change_verdict(before, {"value": 0.1, "ci_low": None, "ci_high": None})
+    assert interval_change_verdict(before, {"value": 0.2, "ci_low": 0.1, "ci_high": 0.3})["verdict"] == "went down"
+    assert interval_change_verdict(before, {"value": 0.8, "ci_low": 0.7, "ci_high": 0.9})["verdict"] == "went up"
+    assert interval_change_verdict(before, {"value": 0.45, "ci_low": 0.35, "ci_high": 0.55})["verdict"] == "no detectable change"
+    no_ci = interval_change_verdict(before, {"value": 0.1, "ci_low": None, "ci_high": None})
     assert no_ci["verdict"] == "no verdict" and "without uncertainty" in no_ci["reason"]
 
 

@@ -115,3 +115,35 @@ def test_without_a_terminal_lines_are_not_wrapped_mid_phrase(tmp_path):
     assert res.returncode == 0, res.stderr
     start = next(ln for ln in res.stderr.splitlines() if ln.startswith("holistic-likelihood:"))
     assert start.rstrip().endswith(")") and "13 axes" in start, start
+
+
+def test_the_readme_compare_example_works_for_any_suite(tmp_path):
+    """`biaslens compare runs/before runs/after` with no --out, on a suite without a dedicated
+    comparison: its headline with intervals, and a refusal when the runs measured different things."""
+    import json
+
+    import biaslens
+
+    runs = tmp_path / "runs"
+    for name, sample in (("before", 240), ("after", 240), ("other", 360)):
+        biaslens.run(model="fake", sample=sample, axes=["ability", "age"], out=str(runs / name),
+                     cache_dir=str(tmp_path / "c"))
+    res = _cli("compare", "runs/before", "runs/after", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "Missing option" not in res.stderr
+    metrics = json.loads((runs / "compare-before-vs-after" / "metrics.json").read_text())
+    head = metrics["headlines"]["holistic-likelihood"]
+    assert head["headline"] == "likelihood_bias"
+    (label_b, b), (label_a, a) = head["models"].items()
+    assert b["verdict"] == "reference"
+    # the same model and prompts: equal values, overlapping intervals, no change called
+    assert a["value"] == b["value"] and a["verdict"] == "no detectable change", a
+    assert "no detectable change" in res.stderr + res.stdout
+    html = (runs / "compare-before-vs-after" / "report.html").read_text()
+    assert "holistic-likelihood: headline" in html
+    # a different prompt selection: refused, with the reason
+    res = _cli("compare", "runs/before", "runs/other", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    other = json.loads((runs / "compare-before-vs-other" / "metrics.json").read_text())
+    verdicts = [v for v in other["headlines"]["holistic-likelihood"]["models"].values() if v["verdict"] != "reference"]
+    assert verdicts[0]["verdict"] == "not comparable" and "prompt selection" in verdicts[0]["reason"]

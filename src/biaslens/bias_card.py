@@ -188,27 +188,6 @@ def is_card(path: str | Path) -> bool:
     return (Path(path) / "card.json").is_file()
 
 
-def _change_verdict(before: dict, after: dict) -> dict[str, Any]:
-    """Direction of the headline with its uncertainty: only intervals that do not overlap
-    count as a change (conservative for two independent 95% intervals)."""
-    b, a = before.get("value"), after.get("value")
-    if b is None or a is None:
-        return {"verdict": "no verdict", "reason": "a headline value is missing"}
-    lo_b, hi_b, lo_a, hi_a = (before.get("ci_low"), before.get("ci_high"), after.get("ci_low"), after.get("ci_high"))
-    if None in (lo_b, hi_b, lo_a, hi_a):
-        return {"verdict": "no verdict", "change": a - b,
-                "reason": "no interval on one side: a difference without uncertainty is not a verdict"}
-    if hi_a < lo_b:
-        word = "went down"
-    elif lo_a > hi_b:
-        word = "went up"
-    else:
-        word = "no detectable change"
-    return {"verdict": word, "change": a - b,
-            "reason": f"95% intervals {lo_b:.3g} to {hi_b:.3g} before, {lo_a:.3g} to {hi_a:.3g} after"
-                      + ("" if word == "no detectable change" else " do not overlap")}
-
-
 def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | None = None) -> dict[str, Any]:
     """Compare two bias cards method by method and write ``out/card-compare.html`` (+ JSON).
 
@@ -218,7 +197,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     suite has a paired comparison (generation bias: paired bootstrap over shared prompts),
     that verdict is used; elsewhere a change needs non-overlapping 95% intervals.
     """
-    from biaslens.suites.compare import SECTIONS, compare_runs, load_entry, run_differences
+    from biaslens.suites.compare import SECTIONS, compare_runs, interval_change_verdict, load_entry, run_differences
 
     before, after = Path(before), Path(after)
     cb, ca = read_card(before), read_card(after)
@@ -245,7 +224,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
                        reason="the runs differ in " + ", ".join(d["what"] for d in diffs))
             rows.append(row)
             continue
-        row.update(_change_verdict(rb, ra))
+        row.update(interval_change_verdict(rb, ra))
         if suite in SECTIONS:  # the suite's own comparison page, with its paired statistics
             try:
                 m = compare_runs([before / suite, after / suite], out / suite, ["before", "after"])

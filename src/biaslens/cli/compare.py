@@ -15,7 +15,8 @@ def compare(
     intersection: bool = typer.Option(False, "--intersection", help="Runs that measured different prompts: compare them on the prompts they share (said in the report) instead of refusing."),
 ):
     """Compare models: RedditBias t-values (Figure 1a), LM perplexity (Figure 1b), downstream scores,
-    HolisticBias generation bias with a paired before/after interval."""
+    HolisticBias generation bias with a paired before/after interval; every other suite by its
+    headline number and interval. Two bias card folders are compared method by method."""
     from biaslens.cli.app import guard
 
     guard(_compare, runs, out, label, intersection)
@@ -56,4 +57,10 @@ def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], 
         par = c.get("parroting")
         if par:
             console.print(f"parroting {model}: {100 * par['before']:.1f}% -> {100 * par['after']:.1f}% of responses")
+    for suite, h in (metrics.get("headlines") or {}).items():
+        for model, v in h["models"].items():
+            if v.get("verdict") == "reference":
+                continue
+            console.print(f"{suite} {h['headline']} {model} vs first: {v['verdict']}"
+                          + (f" ({v['reason']})" if v.get("reason") else ""), markup=False, soft_wrap=True)
     console.print(f"report: [bold]{out / 'report.html'}[/bold]")

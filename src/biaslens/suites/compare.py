@@ -4,7 +4,8 @@ Each *entry* is one model: a run folder, a debiased model folder (its ``eval/`` 
 ``downstream-*/`` run folders are used), or several run folders joined with commas. Each
 suite contributes its own report section through :data:`SECTIONS` (``suite name ->
 function(entries) -> (sections, metrics)``), so another suite (e.g. HolisticBias
-generation) adds a comparison by registering one function.
+generation) adds a comparison by registering one function. Every other suite is compared
+by its uniform headline entry (:func:`headline_section`).
 
 Built in:
 
@@ -178,6 +179,66 @@ SECTIONS: dict[str, Callable[..., tuple[list[Section], dict[str, Any]]]] = {
 }
 
 
+def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Direction of a headline entry (``value``, ``ci_low``, ``ci_high``) with its uncertainty.
+
+    Only intervals that do not overlap count as a change: for two independent 95% intervals
+    this is conservative (a test at about the 0.5% level), so "no detectable change" is not
+    "no change". Without an interval on both sides there is no verdict at all.
+    """
+    b, a = _num(before.get("value")), _num(after.get("value"))
+    if b is None or a is None:
+        return {"verdict": "no verdict", "reason": "a headline value is missing"}
+    bounds = [_num(before.get("ci_low")), _num(before.get("ci_high")), _num(after.get("ci_low")), _num(after.get("ci_high"))]
+    if None in bounds:
+        return {"verdict": "no verdict", "change": a - b,
+                "reason": "no interval on one side: a difference without uncertainty is not a verdict"}
+    lo_b, hi_b, lo_a, hi_a = bounds
+    word = "went down" if hi_a < lo_b else "went up" if lo_a > hi_b else "no detectable change"
+    return {"verdict": word, "change": a - b,
+            "reason": f"95% intervals {lo_b:.3g} to {hi_b:.3g} before, {lo_a:.3g} to {hi_a:.3g} after"
+                      + ("" if word == "no detectable change" else " do not overlap")}
+
+
+def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], dict[str, Any]]:
+    """The comparison of a suite without its own section: its uniform headline entry
+    (``metrics.json`` ``entries[0]``) per model, each against the first model with
+    :func:`interval_change_verdict`; refused where the runs measured different things."""
+    have = [e for e in entries if suite in e.runs]
+    if not have:
+        return [], {}
+    heads = {e.label: ((e.metrics.get(suite) or {}).get("entries") or [{}])[0] for e in have}
+    first = have[0]
+    diffs = run_differences(have, suite)
+    names = {h.get("name") for h in heads.values()}
+    rows, out = [], {"headline": heads[first.label].get("name"), "models": {}}
+    for e in have:
+        h = heads[e.label]
+        row = {"model": e.label, "metric": h.get("name"), "value": _num(h.get("value")),
+               "95% CI": (f"{h['ci_low']:.3g} to {h['ci_high']:.3g}"
+                          if _num(h.get("ci_low")) is not None and _num(h.get("ci_high")) is not None else "–"),
+               "n used": h.get("n_used")}
+        if e is first:
+            verdict = {"verdict": "reference", "reason": "the first model"}
+        elif len(names) > 1:
+            verdict = {"verdict": "not comparable", "reason": "different headline metrics"}
+        elif diffs:
+            verdict = {"verdict": "not comparable",
+                       "reason": "the runs differ in " + ", ".join(d["what"] for d in diffs)}
+        else:
+            verdict = interval_change_verdict(heads[first.label], h)
+        row.update(**{"vs first": verdict["verdict"], "why": verdict.get("reason", "")})
+        rows.append(row)
+        out["models"][e.label] = {"value": row["value"], "ci_low": _num(h.get("ci_low")),
+                                  "ci_high": _num(h.get("ci_high")), **verdict}
+    higher = heads[first.label].get("higher_is_better")
+    direction = ("" if higher is None else " Higher is better." if higher else " Lower is better.")
+    text = (f"{suite} has no dedicated comparison, so its headline number (metrics.json's first entry) is compared: "
+            "a change is called only where the two 95% intervals do not overlap (conservative), and not at all "
+            "where the runs measured different things." + direction)
+    return [Section(f"{suite}: headline", text, tables=[Table(f"{suite} headline per model", pd.DataFrame(rows))])], out
+
+
 def _build(build: Callable, entries: list[Entry], options: CompareOptions):
     import inspect
 
@@ -320,6 +381,12 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
         sections += secs
         if m:
             metrics[suite] = m
+    others = sorted({s for e in entries for s in e.runs if s not in SECTIONS and not s.startswith("downstream")})
+    for suite in others:  # every other suite: by its uniform headline
+        secs, m = headline_section(entries, suite)
+        sections += secs
+        if m:
+            metrics.setdefault("headlines", {})[suite] = m
     if not sections:
         raise ConfigError("compare: none of the runs has metrics a comparison section knows "
                           f"({', '.join(SECTIONS)})")
