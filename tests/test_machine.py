@@ -28,3 +28,26 @@ def test_machine_facts_do_not_import_torch():
     code = "import sys; from biaslens.machine import machine_facts; machine_facts(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_busy_machine_is_named_before_a_slow_run(tmp_path, monkeypatch):
+    """#17: on a busy machine the default run took 6-10 min with no hint why."""
+    import io
+
+    from rich.console import Console
+
+    import biaslens
+    from biaslens.machine import busy_note
+
+    assert busy_note(load=0.5, cpus=2) is None and busy_note(load=1.9, cpus=2) is None
+    assert "load average 2.0 on 2 cores" in busy_note(load=2.0, cpus=2)
+    monkeypatch.setattr("os.getloadavg", lambda: (8.0, 8.0, 8.0))
+    buf = io.StringIO()
+    biaslens.run(model="fake", sample=120, axes=["ability"], out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"),
+                 console=Console(file=buf, width=200))
+    assert "this machine is busy (load average 8.0" in buf.getvalue()
+    import json
+
+    platform = json.loads((tmp_path / "run" / "run.json").read_text())["platform"]
+    facts = machine_facts()
+    assert platform["cpu_model"] == facts["cpu_model"] and platform["cpu_flags"] == facts["cpu_flags"]

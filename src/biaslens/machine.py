@@ -62,3 +62,24 @@ def describe_machine() -> str:
     vector = " ".join(f for f in flags if f not in ("avx",)) or "no AVX2"
     no512 = "" if any(f.startswith("avx512") for f in flags) else " (no AVX-512)"
     return f"{model}, {os.cpu_count()} cores, {vector}{no512}"
+
+
+def busy_note(load: float | None = None, cpus: int | None = None) -> str | None:
+    """A warning when other work already fills this machine's cores (1-minute load average at
+    least the core count), so a slow run is not a surprise; None on an idle machine.
+
+    >>> busy_note(load=3.2, cpus=2)
+    'this machine is busy (load average 3.2 on 2 cores): expect this run to take several times longer than on an idle one'
+    >>> busy_note(load=0.3, cpus=2) is None
+    True
+    """
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (OSError, AttributeError):  # not on every platform
+            return None
+    cpus = cpus or os.cpu_count() or 1
+    if load < cpus:
+        return None
+    return (f"this machine is busy (load average {load:.1f} on {cpus} cores): "
+            "expect this run to take several times longer than on an idle one")

@@ -180,6 +180,10 @@ def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None
     suite = get_suite(config.suite)
     suite.parse_options(config)  # a mistake in the options fails before a run folder exists
     console = console or default_console()
+    from biaslens.machine import busy_note
+
+    if note := busy_note():
+        console.print(f"[yellow]note:[/yellow] {note}", soft_wrap=True)
     out = out_dir(config)
     existed = out.exists()
     new_parents = [p for p in out.parents if not p.exists()]  # e.g. runs/: removed with a litter folder

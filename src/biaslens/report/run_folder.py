@@ -59,6 +59,14 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def _platform_facts() -> dict:
+    from biaslens.machine import cpu_model_and_flags
+
+    model, flags = cpu_model_and_flags()
+    return {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count(), "cpu_model": model,
+            "cpu_flags": list(flags)}
+
+
 def _peak_rss_mb() -> float | None:
     """This process's peak resident memory so far (what a run needed), in MB."""
     try:
@@ -194,8 +202,8 @@ class RunFolder:
             "elapsed_seconds": round(time.time() - self.started, 3),
             "config": self.config,
             "versions": package_versions(),
-            "platform": {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count(),
-                         "argv": sys.argv[1:]},
+            # the CPU model and flags: a speed in this record names the machine it was measured on
+            "platform": {**_platform_facts(), "argv": sys.argv[1:]},
             "timings": self.timings,
             "peak_rss_mb": _peak_rss_mb(),
             "files": self.files,
