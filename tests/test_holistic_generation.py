@@ -135,6 +135,11 @@ def test_tiny_run_on_embedded_model(tmp_path, embedded_model):
     assert res.metrics["full_gen_bias_x1000"] >= 0
     record = json.loads((res.out / "run.json").read_text())
     assert record["status"] == "complete" and record["generation"]["computed"] == 7
+    # generated tokens/s (#16): the responses' tokens, at most 12 each, over the model time
+    gen = record["generation"]
+    tokens = sum(len(embedded_model.tokenizer(r, add_special_tokens=False)["input_ids"]) for r in resp["response"])
+    assert gen["generated_tokens"] == tokens and 7 <= tokens <= 7 * 12
+    assert gen["generated_tokens_per_second"] == pytest.approx(tokens / gen["seconds"], rel=0.01)
 
 
 def test_key_phrase_rates_hand_values():

@@ -39,13 +39,20 @@ class ScoringStats:
     computed: int = 0
     batches: int = 0
     seconds: float = 0.0
-    tokens_computed: int = 0
+    tokens_computed: int = 0  # scored tokens; for generation, the responses' tokens (re-tokenized)
     corrupt_records: int = 0
     extra: dict = field(default_factory=dict)
 
     @property
     def texts_per_second(self) -> float:
         return self.computed / self.seconds if self.seconds > 0 else float("nan")
+
+    def generation_speed(self) -> dict[str, Any]:
+        """For run.json: tokens generated (responses re-tokenized; null where the backend has
+        no tokenizer) and generated tokens per second of model time."""
+        tokens = self.tokens_computed or None
+        return {"generated_tokens": tokens,
+                "generated_tokens_per_second": round(tokens / self.seconds, 1) if tokens and self.seconds > 0 else None}
 
 
 def run_cached_calls(
@@ -60,6 +67,7 @@ def run_cached_calls(
     executor=None,
     progress: ProgressFn | None = None,
     stats: ScoringStats | None = None,
+    count_tokens: Callable[[list], int] | None = None,
 ) -> dict[Hashable, Any]:
     """Results of ``call`` (an :mod:`~biaslens.engine.executors` batch call) for every item.
 
@@ -69,6 +77,7 @@ def run_cached_calls(
         order: the items to compute, in batch order (similar lengths, shared prefixes).
         batch_size: items per batch.
         executor: where batches run (default: one attached to the backend, else here).
+        count_tokens: tokens in a batch's results (default: ``call.tokens_of`` per result).
 
     ``stats.n_texts``/``n_unique`` are the caller's to count (it knows the requests).
     """
@@ -104,7 +113,7 @@ def run_cached_calls(
             raise RuntimeError(f"backend returned {len(out)} results for a batch of {len(batch)}")
         for item, result in zip(batch, out):
             results[item] = result
-            stats.tokens_computed += call.tokens_of(result)
+        stats.tokens_computed += count_tokens(out) if count_tokens else sum(call.tokens_of(r) for r in out)
         if cache is not None:
             cache.put_many({keys[item]: call.to_cache(result) for item, result in zip(batch, out)})
         stats.batches += 1

@@ -49,8 +49,11 @@ def generate_texts(
         lengths = dict(zip(prompts, backend.token_lengths(prompts)))
         return sorted(todo, key=lambda r: (-lengths[r[0]], r[0], r[1]))
 
+    # generated tokens/s for run.json, where the backend's tokenizer counts them exactly
+    count = (lambda texts: sum(backend.token_lengths(list(texts)))) if getattr(backend, "tokenizer", None) else None
     # seeds are per row, so a row's text does not depend on which worker or batch computes it
     results = run_cached_calls(backend, GenerateCall(params), keys, job=lambda r: (r[0], row_seed(params.seed, *r)),
-                               order=order, batch_size=batch_size or backend.default_batch_size, cache=cache,
-                               executor=executor, progress=progress, stats=stats)
+                               order=order, batch_size=batch_size or backend.generate_batch_size, cache=cache,
+                               executor=executor, progress=progress, stats=stats,
+                               count_tokens=count)
     return [[results[(p, i)] for i in range(params.n)] for p in rendered]

@@ -120,6 +120,11 @@ class ModelInfo:
 # -- generation parameters --------------------------------------------------------
 
 
+#: bumped when the in-process sampler draws differently for the same seed (2: the draw is
+#: made among the top-k / nucleus candidates only)
+SAMPLER_VERSION = 2
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     """How to generate. Paper settings for HolisticBias: ``num_beams=10`` (DialoGPT) or 3
@@ -161,6 +166,10 @@ class GenerationParams:
         """Parameters that change one response (n does not: it only says how many rows)."""
         d = asdict(self)
         d.pop("n")
+        if self.do_sample:
+            # version of the in-process sampler's random stream: samples of an older stream
+            # in the cache must not mix with new ones in one run
+            d["sampler"] = SAMPLER_VERSION
         if not self.do_sample:
             d.pop("seed")
             d.pop("temperature")
@@ -201,6 +210,11 @@ class Backend(abc.ABC):
     info: ModelInfo
     #: default batch size when the user does not give one
     default_batch_size: int = 16
+
+    @property
+    def generate_batch_size(self) -> int:
+        """Rows per generation batch when the user gives none (default: as scoring)."""
+        return self.default_batch_size
 
     @abc.abstractmethod
     def score_batch(self, texts: list[str]) -> list[TokenScores]:

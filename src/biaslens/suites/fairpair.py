@@ -365,7 +365,8 @@ class FairPair(Suite):
             rows = _continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], calls.info.name)
             ctx.record["generation"] = {"n": stats.n_texts, "cache_hits": stats.cache_hits,
                                         "computed": stats.computed, "seconds": round(stats.seconds, 3),
-                                        "chat": opts.chat, "top_p": opts.top_p, "temperature": opts.temperature}
+                                        "chat": opts.chat, "top_p": opts.top_p, "temperature": opts.temperature,
+                                        **stats.generation_speed()}
         by_id = {p.pair_id: p for p in pairs}
         masked_terms = mapping.terms() if opts.filter_jaccard == "masked" else None
         with ctx.timer("perturbation"):

@@ -205,6 +205,7 @@ class HolisticGeneration(Suite):
                 "cache_hits": stats.cache_hits, "computed": stats.computed, "batches": stats.batches,
                 "seconds": round(stats.seconds, 3),
                 "responses_per_second": round(stats.computed / stats.seconds, 3) if stats.seconds > 0 else None,
+                **stats.generation_speed(),
             }
             base = rows[_KEEP + [c for c in _VARIANT_KEEP if c in rows]].reset_index(drop=True)
             table = base.loc[base.index.repeat(params.n)].reset_index(drop=True)

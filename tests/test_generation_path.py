@@ -1,0 +1,131 @@
+"""The in-process generate path (#16): faster, with outputs unchanged where they must be.
+
+- greedy texts equal plain ``model.generate`` on the same batch;
+- seeded samples are the same whatever the batch size (each row has its own generator);
+- the sampler draws among the top-k / nucleus candidates only, and those candidates and
+  their probabilities are exactly the top-k / top-p rule; its draws follow them.
+"""
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from biaslens.engine.generation import generate_texts
+from biaslens.models.base import GenerationParams, GenerationRequest
+from biaslens.models.generation import PerRowSampler
+
+PROMPTS = ["I'm a blind grandfather.", "Hi! I am a Deaf person.", "I love being a woman.",
+           "What do you think about tall people?", "I'm an Orthodox Jew.", "Hi, I'm a veteran.",
+           "I have a friend who is a gay man.", "How do you feel about short-haired people?"]
+
+
+def _reference_candidates(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+    """The rule written plainly over the whole vocabulary: probabilities with every token
+    outside top-k / the nucleus at 0 (the sampler before #16)."""
+    logits = logits.float() / temperature
+    if top_k > 0:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, -float("inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if top_p < 1.0:
+        sorted_p, idx = torch.sort(probs, descending=True, dim=-1)
+        drop_sorted = (sorted_p.cumsum(-1) - sorted_p) >= top_p
+        probs = probs.masked_fill(drop_sorted.scatter(-1, idx, drop_sorted), 0.0)
+    return probs / probs.sum(-1, keepdim=True)
+
+
+def _dense(sampler: PerRowSampler, logits: torch.Tensor) -> torch.Tensor:
+    probs, idx, n_kept = sampler.candidates(logits)
+    dense = torch.zeros_like(logits, dtype=torch.float32)
+    for b in range(len(logits)):
+        k = int(n_kept[b])
+        assert torch.all(probs[b, k:] == 0)
+        dense[b, idx[b, :k]] = probs[b, :k]
+    return dense
+
+
+@pytest.mark.parametrize(("top_k", "top_p", "temperature"), [(50, 1.0, 1.0), (0, 0.9, 1.0), (40, 0.8, 0.7),
+                                                              (0, 0.99, 1.3), (0, 1.0, 1.0)])
+def test_candidates_are_exactly_the_top_k_and_nucleus_rule(top_k, top_p, temperature):
+    gen = torch.Generator().manual_seed(0)
+    # peaked and flat rows: a flat row's nucleus is wider than the 1024-token window
+    logits = torch.cat([torch.randn(6, 5000, generator=gen) * 4, torch.randn(2, 5000, generator=gen) * 0.01])
+    sampler = PerRowSampler([], temperature, top_p, top_k)
+    got = _dense(sampler, logits)
+    want = _reference_candidates(logits, temperature, top_k, top_p)
+    assert torch.equal(got > 0, want > 0)  # the same kept set, token for token
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_wide_nucleus_falls_back_to_the_full_sort(monkeypatch):
+    logits = torch.randn(3, 400, generator=torch.Generator().manual_seed(1)) * 0.1
+    monkeypatch.setattr(PerRowSampler, "NUCLEUS_WINDOW", 16)  # far narrower than the nucleus
+    sampler = PerRowSampler([], 1.0, 0.9, 0)
+    _, _, n_kept = sampler.candidates(logits)
+    assert int(n_kept.min()) > 16
+    assert torch.equal(_dense(sampler, logits) > 0, _reference_candidates(logits, 1.0, 0, 0.9) > 0)
+
+
+def test_draws_follow_the_candidate_probabilities():
+    """Chi-square goodness of fit of 4,000 draws (one generator per row, as in a run)."""
+    logits = torch.tensor([[2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -3.0, -9.0]]).repeat(4000, 1)
+    sampler = PerRowSampler([torch.Generator().manual_seed(s) for s in range(4000)], 1.0, 0.95, 5)
+    out = sampler(torch.zeros(4000, 1, dtype=torch.long), logits.clone())
+    drawn = out.argmax(-1)
+    assert torch.all(torch.isfinite(out).sum(-1) == 1)  # exactly one token left per row
+    expected = _reference_candidates(logits[:1], 1.0, 5, 0.95)[0]
+    kept = expected > 0
+    assert not kept[5:].any()  # outside top-5 (and the nucleus) never drawn ...
+    counts = torch.bincount(drawn, minlength=8)
+    assert counts[~kept].sum() == 0  # ... and never drawn
+    p = stats.chisquare(counts[kept].numpy(), 4000 * expected[kept].double().numpy()).pvalue
+    assert p > 1e-3, (counts, expected)
+
+
+@pytest.mark.slow
+def test_greedy_texts_equal_plain_model_generate(embedded_model):
+    from transformers import GenerationConfig
+
+    backend = embedded_model
+    params = GenerationParams(max_new_tokens=12, no_repeat_ngram_size=0)
+    ours = generate_texts(backend, PROMPTS, params, batch_size=len(PROMPTS))
+    tok = backend.tokenizer
+    rendered = [backend.render_prompt(GenerationRequest(prompt=p), params) for p in PROMPTS]
+    enc = [tok(p, add_special_tokens=False)["input_ids"] for p in rendered]
+    # the engine orders rows longest first; plain generate gets the same batch, left-padded
+    order = sorted(range(len(enc)), key=lambda i: (-len(enc[i]), rendered[i]))
+    enc = [enc[i] for i in order]
+    width = max(map(len, enc))
+    ids = torch.full((len(enc), width), backend._pad_id)
+    attn = torch.zeros((len(enc), width), dtype=torch.long)
+    for i, e in enumerate(enc):
+        ids[i, width - len(e):] = torch.tensor(e)
+        attn[i, width - len(e):] = 1
+    with torch.inference_mode():
+        out = backend.model.generate(input_ids=ids, attention_mask=attn, generation_config=GenerationConfig(
+            max_new_tokens=12, do_sample=False, pad_token_id=backend._pad_id, eos_token_id=backend._eos_ids()))
+    plain = [tok.decode(row[width:], skip_special_tokens=True).strip() for row in out.tolist()]
+    assert [ours[i][0] for i in order] == plain
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampling", [{"top_k": 50, "top_p": 1.0}, {"top_k": 0, "top_p": 0.9}])
+def test_seeded_samples_are_the_same_at_every_batch_size(embedded_model, sampling):
+    params = GenerationParams(max_new_tokens=10, min_new_tokens=4, do_sample=True, n=2, seed=7,
+                              no_repeat_ngram_size=3, **sampling)
+    runs = {bs: generate_texts(embedded_model, PROMPTS[:5], params, batch_size=bs) for bs in (1, 3, 10)}
+    assert runs[1] == runs[3] == runs[10]
+    assert len({r for rs in runs[1] for r in rs}) > 5  # samples, not one repeated text
+    other = generate_texts(embedded_model, PROMPTS[:5], GenerationParams(**{**params.__dict__, "seed": 8}),
+                           batch_size=10)
+    assert other != runs[1]
+    assert np.mean([len(r) for rs in runs[1] for r in rs]) > 0
+
+
+def test_the_sampler_version_is_part_of_the_cache_key():
+    """Samples drawn by an older sampler must not mix with new ones in a resumed run."""
+    from biaslens.models.base import SAMPLER_VERSION
+
+    assert GenerationParams(do_sample=True).key_params()["sampler"] == SAMPLER_VERSION
+    assert "sampler" not in GenerationParams().key_params()  # greedy texts did not change
