@@ -38,12 +38,12 @@ class ResponseNoRepeatNGram(LogitsProcessor):
         resp = input_ids[:, self.prompt_width :]
         if resp.shape[1] < self.n:
             return scores
-        rows = resp.tolist()
-        for b, seq in enumerate(rows):
-            prefix = tuple(seq[len(seq) - self.n + 1 :])
-            banned = [seq[i + self.n - 1] for i in range(len(seq) - self.n + 1) if tuple(seq[i : i + self.n - 1]) == prefix]
-            if banned:
-                scores[b, banned] = -float("inf")
+        # every n-token window of each response; a window whose first n-1 tokens equal the
+        # response's last n-1 tokens bans its last token (one tensor pass for the batch)
+        windows = resp.unfold(1, self.n, 1)
+        match = (windows[:, :, :-1] == resp[:, None, resp.shape[1] - self.n + 1 :]).all(-1)
+        rows, cols = match.nonzero(as_tuple=True)
+        scores[rows, windows[rows, cols, -1]] = -float("inf")
         return scores
 
 
