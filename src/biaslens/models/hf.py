@@ -230,6 +230,9 @@ class HFCausalBackend(TokenizerBackend):
         self.use_trie = _trie_supported(model)
         #: token positions that went through the model (padding excluded), for benchmarks
         self.computed_tokens = 0
+        #: sampled generation: compute each distinct prompt once per batch (the n samples of a
+        #: prompt share it); tested to give the same samples at every batch size
+        self.share_prompts = self.use_trie
 
     def compile(self) -> None:
         """Score through ``torch.compile`` (inductor, dynamic shapes, frozen weights).
@@ -432,10 +435,36 @@ class HFCausalBackend(TokenizerBackend):
             gens = [torch.Generator().manual_seed(s) for s in seeds]
             procs.append(PerRowSampler(gens, params.temperature, params.top_p, params.top_k))
         model = getattr(self, "_eager_model", self.model)
+        ids, attn = ids.to(self.device), attn.to(self.device)
         with torch.inference_mode():
-            out = model.generate(input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
-                                      generation_config=cfg, logits_processor=procs)
+            # sampled rows always start from a prompt cache (one path whatever the batch holds)
+            past = self._prompt_cache(model, ids, attn, prompts) if params.do_sample and self.share_prompts else None
+            out = model.generate(input_ids=ids, attention_mask=attn, past_key_values=past,
+                                 generation_config=cfg, logits_processor=procs)
         return [tok.decode(row[width:], skip_special_tokens=True).strip() for row in out.cpu().tolist()]
+
+    def _prompt_cache(self, model, ids, attn, prompts: list[str]):
+        """The key/value cache of every row's prompt but its last column, computed once per
+        distinct prompt and given to each of its rows: the n samples of a prompt share one
+        forward pass over it (generate then continues from the last prompt token)."""
+        import torch
+        from transformers import DynamicCache
+
+        if ids.shape[1] < 2:
+            return None
+        first: dict[str, int] = {}
+        for i, p in enumerate(prompts):
+            first.setdefault(p, i)
+        slot = {p: k for k, p in enumerate(first)}
+        unique = torch.tensor(list(first.values()), device=ids.device)
+        u_ids, u_attn = ids[unique, :-1], attn[unique, :-1]
+        # positions as generate makes them from a left-padded mask
+        positions = (u_attn.cumsum(-1) - 1).masked_fill(u_attn == 0, 0)
+        cache = DynamicCache(config=model.config)
+        model(input_ids=u_ids, attention_mask=u_attn, position_ids=positions, past_key_values=cache, use_cache=True,
+              logits_to_keep=1)
+        cache.batch_select_indices(torch.tensor([slot[p] for p in prompts], device=ids.device))
+        return cache
 
     def _eos_ids(self) -> list[int]:
         ids = set()
