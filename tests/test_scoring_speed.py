@@ -12,7 +12,8 @@ import pytest
 
 from biaslens.engine.scoring import score_texts
 from biaslens.models import ModelError, load_model
-from biaslens.models.hf import FAST_BF16, HFCausalBackend, _TriePack, cpu_has_bf16, resolve_dtype
+from biaslens.models.hf import FAST_BF16, HFCausalBackend, cpu_has_bf16, resolve_dtype
+from biaslens.models.trie import TriePack
 
 HB_2K = Path(__file__).resolve().parents[2] / "shared" / "bench" / "hb_2k.txt"
 
@@ -41,7 +42,7 @@ def _plain(backend, texts: list[str]) -> list[np.ndarray]:
 
 def test_trie_pack_shares_prefixes_and_masks_ancestors():
     seqs = [[0, 5, 6, 7], [0, 5, 6, 8], [0, 5, 9], [0, 4], [3], []]
-    pack = _TriePack(seqs, max_nodes=64)
+    pack = TriePack(seqs, max_nodes=64)
     assert len(pack.rows) == 1
     tokens, parents, depths = pack.rows[0]
     assert len(tokens) == 7  # 0, 5, 6, 7, 8, 9, 4: every distinct prefix once
@@ -55,7 +56,7 @@ def test_trie_pack_shares_prefixes_and_masks_ancestors():
     # one-token and empty texts need no forward pass
     assert pack.paths[4] == (0, []) and pack.paths[5] == (0, [])
     # a row is closed before it exceeds max_nodes
-    small = _TriePack(seqs[:4], max_nodes=5)
+    small = TriePack(seqs[:4], max_nodes=5)
     assert len(small.rows) == 2 and all(len(r[0]) <= 5 for r in small.rows)
 
 

@@ -121,8 +121,9 @@ class ModelInfo:
 
 
 #: bumped when the in-process sampler draws differently for the same seed (2: the draw is
-#: made among the top-k / nucleus candidates only)
-SAMPLER_VERSION = 2
+#: made among the top-k / nucleus candidates only; 3: biaslens's own decoding loop, whose
+#: prompt prefill rounds differently, so a rare draw near a boundary can go the other way)
+SAMPLER_VERSION = 3
 
 
 @dataclass(frozen=True)

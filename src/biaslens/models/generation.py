@@ -4,8 +4,13 @@ Each generated row (prompt, sample index) draws its random numbers from its own
 ``torch.Generator`` seeded with :func:`~biaslens.models.base.row_seed`. A row's sample
 therefore does not depend on which other rows share its batch, so a resumed run,
 or a run with another batch size, produces the same texts as an uninterrupted one.
-HF ``generate`` runs greedy; the last logits processor does the sampling by
-keeping only the token it drew.
+
+Decoder-only models with standard causal attention decode through :func:`decode`, a
+loop written for this workload rather than HF ``generate``: the prompts' shared opening
+(system prompt, template) is computed once, each distinct prompt once for all its
+samples, and rows leave the batch as soon as they end. Greedy texts equal plain
+``generate``'s (tested); other models and beam search use HF ``generate``, where the
+sampler is the last logits processor and keeps only the token it drew.
 
 The typed parameters live in the torch-free :mod:`biaslens.models.base`; they are
 re-exported here for older imports.
@@ -16,13 +21,15 @@ from __future__ import annotations
 import torch
 
 from biaslens.models.base import GenerationParams, GenerationRequest, row_seed
+from biaslens.models.trie import TriePack
 
 try:  # transformers >= 4.x
     from transformers import LogitsProcessor
 except ImportError:  # pragma: no cover
     LogitsProcessor = object  # type: ignore[misc,assignment]
 
-__all__ = ["GenerationParams", "GenerationRequest", "PerRowSampler", "ResponseNoRepeatNGram", "row_seed"]
+__all__ = ["GenerationParams", "GenerationRequest", "PerRowSampler", "ResponseNoRepeatNGram", "common_prefix_length",
+           "decode", "row_seed"]
 
 
 class ResponseNoRepeatNGram(LogitsProcessor):
@@ -108,11 +115,209 @@ class PerRowSampler(LogitsProcessor):
         probs = probs / probs.sum(-1, keepdim=True)
         return probs, idx, keep.sum(-1)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def draw(self, scores: torch.Tensor) -> torch.Tensor:
+        """One token per row, each from its row's generator."""
         probs, idx, n_kept = self.candidates(scores)
         probs, idx, n_kept = probs.cpu(), idx.cpu(), n_kept.tolist()
         drawn = [int(idx[b, torch.multinomial(probs[b, : n_kept[b]], 1, generator=gen)])
                  for b, gen in enumerate(self.generators)]
+        return torch.tensor(drawn, device=scores.device)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        drawn = self.draw(scores)
         out = torch.full_like(scores, -float("inf"))
-        out[torch.arange(len(drawn), device=out.device), torch.tensor(drawn, device=out.device)] = 0.0
+        out[torch.arange(len(drawn), device=out.device), drawn] = 0.0
         return out
+
+
+def common_prefix_length(seqs: list[list[int]]) -> int:
+    """Tokens all sequences share at the start, leaving each at least one token of its own."""
+    limit = min(len(s) for s in seqs) - 1
+    n = 0
+    first = seqs[0]
+    while n < limit and all(s[n] == first[n] for s in seqs):
+        n += 1
+    return max(0, n)
+
+
+#: output-head columns per matrix product in decoding: 128 rows x 1,024 columns stay in
+#: cache, and the head ran 1.3x faster than one product over the 49k-token vocabulary
+HEAD_CHUNK = 1024
+
+
+def _last_logits(model, **inputs) -> torch.Tensor:
+    """Float32 logits of each row's last position."""
+    return _head(model, model.base_model(**inputs, use_cache=True).last_hidden_state[:, -1])
+
+
+def _head(model, hidden: torch.Tensor) -> torch.Tensor:
+    """Float32 logits: the output head in vocabulary chunks written into one preallocated block."""
+    head = model.get_output_embeddings()
+    weight, bias = head.weight, getattr(head, "bias", None)
+    hidden = hidden.to(weight.dtype)
+    logits = hidden.new_empty((hidden.shape[0], weight.shape[0]))
+    for start in range(0, weight.shape[0], HEAD_CHUNK):
+        torch.mm(hidden, weight[start : start + HEAD_CHUNK].t(), out=logits[:, start : start + HEAD_CHUNK])
+    if bias is not None:
+        logits += bias
+    return logits.float()
+
+
+def _reserved_cache(model, reserve: int):
+    """A ``DynamicCache`` whose layers write new positions into ``reserve`` spare positions
+    at the end instead of concatenating (which copied every layer's whole cache at every
+    decoding step: 13% of a greedy run's time)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        def lazy_initialization(self, key_states, value_states):
+            super().lazy_initialization(key_states, value_states)
+            self.buffers = None
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            used, new = self.get_seq_length(), key_states.shape[-2]
+            if self.buffers is None or used + new > self.buffers[0].shape[-2]:
+                shape = list(key_states.shape)
+                shape[-2] = used + new + reserve
+                fresh = (key_states.new_empty(shape), value_states.new_empty(shape))
+                if used:
+                    fresh[0][..., :used, :] = self.keys
+                    fresh[1][..., :used, :] = self.values
+                self.buffers = fresh
+            k_buf, v_buf = self.buffers
+            k_buf[..., used : used + new, :] = key_states
+            v_buf[..., used : used + new, :] = value_states
+            self.keys, self.values = k_buf[..., : used + new, :], v_buf[..., : used + new, :]
+            return self.keys, self.values
+
+        def batch_select_indices(self, indices):
+            super().batch_select_indices(indices)
+            self.buffers = None  # the selection is a fresh tensor; the next update reserves again
+
+        def batch_repeat_interleave(self, repeats):
+            super().batch_repeat_interleave(repeats)
+            self.buffers = None
+
+    cache = DynamicCache(config=model.config)
+    cache.layers = [ReservedLayer() for _ in cache.layers]
+    return cache
+
+
+#: most prompt-trie nodes per packed row in prefill (as in scoring: attention costs the square)
+PREFILL_ROW_NODES = 128
+
+
+def _prefill(model, prompts: list[list[int]], reserve: int, pad_id: int):
+    """(key/value cache, attention mask, last-position logits) of distinct prompts.
+
+    The opening all prompts share runs once; the rest of the prompts runs as a prefix trie
+    (:class:`~biaslens.models.trie.TriePack`: a distinct prefix once, no padding), whose
+    nodes also see the opening. Each prompt's cache is then gathered from its trie path into
+    the left-padded layout [opening | padding | own tokens] that decoding extends.
+    """
+    from transformers import DynamicCache
+
+    device = model.device
+    shared = common_prefix_length(prompts)
+    trie_cache = DynamicCache(config=model.config)
+    if shared:
+        model.base_model(input_ids=torch.tensor([prompts[0][:shared]], device=device), past_key_values=trie_cache,
+                         use_cache=True)
+    own = [p[shared:] for p in prompts]
+    pack = TriePack(own, PREFILL_ROW_NODES, min_length=1)
+    ids, pos, tree, width = pack.tensors(pad_id)
+    n_rows = len(pack.rows)
+    if shared:
+        trie_cache.batch_repeat_interleave(n_rows)
+    dtype = model.get_input_embeddings().weight.dtype
+    # every node sees the opening and its trie ancestors (additive mask: eager and SDPA accept it)
+    sees = torch.cat([torch.ones((n_rows, 1, width, shared), dtype=torch.bool), tree], dim=-1)
+    bias = torch.zeros(sees.shape, dtype=dtype).masked_fill_(~sees, torch.finfo(dtype).min)
+    hidden = model.base_model(input_ids=ids.to(device), position_ids=(pos + shared).to(device),
+                              attention_mask=bias.to(device), past_key_values=trie_cache,
+                              use_cache=True).last_hidden_state
+    # gather: row r of the decoding cache is [opening | padding | r's path through the trie]
+    longest = max(map(len, own))
+    row_of = torch.zeros((len(prompts), shared + longest), dtype=torch.long)
+    col_of = torch.zeros((len(prompts), shared + longest), dtype=torch.long)  # padding reads column 0: masked
+    attn = torch.zeros((len(prompts), shared + longest), dtype=torch.long)
+    col_of[:, :shared] = torch.arange(shared)
+    attn[:, :shared] = 1
+    last = []
+    for i, (r, path) in enumerate(pack.paths):
+        row_of[i] = r
+        col_of[i, shared + longest - len(path):] = shared + torch.tensor(path)
+        attn[i, shared + longest - len(path):] = 1
+        last.append(r * width + path[-1])
+    row_of, col_of = row_of.to(device), col_of.to(device)
+    cache = _reserved_cache(model, reserve)
+    for layer, source in zip(cache.layers, trie_cache.layers):
+        keys = source.keys[row_of, :, col_of].transpose(1, 2).contiguous()  # (prompts, heads, length, dim)
+        values = source.values[row_of, :, col_of].transpose(1, 2).contiguous()
+        layer.lazy_initialization(keys, values)
+        layer.keys, layer.values = keys, values
+    last_hidden = hidden.reshape(-1, hidden.shape[-1])[torch.tensor(last, device=device)]
+    return cache, attn.to(device), _head(model, last_hidden)
+
+
+def decode(model, prompts: list[list[int]], params, seeds: list[int], eos_ids: list[int],
+           pad_id: int) -> list[list[int]]:
+    """The generated token ids of each row (a prompt's token ids; rows may repeat a prompt,
+    as the n samples of one prompt do), end-of-sequence token excluded.
+
+    The same decisions as HF ``generate`` with ``min_new_tokens``, the response n-gram block
+    and :class:`PerRowSampler` (greedy: argmax), computed with less work:
+
+    - the opening all prompts share (system prompt, template) runs once, and the rest of
+      the distinct prompts as a prefix trie: no padding, a shared prefix once (``_prefill``);
+    - each distinct prompt runs once, however many rows sample from it;
+    - the key/value cache writes into reserved room instead of growing by concatenation;
+    - the output head runs in vocabulary chunks (1.3x faster on a 49k vocabulary);
+    - a row that ends leaves the batch (its neighbours' steps no longer carry it).
+
+    The layout is [shared opening | padding | prompt's own tokens | response] with the
+    padding masked and position ids counting real tokens only, so each row sees exactly
+    the keys and positions of its plain left-padded forward.
+    """
+    device = model.device
+    distinct: dict[tuple[int, ...], int] = {}
+    row_prompt = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+    cache, attn, logits = _prefill(model, [list(p) for p in distinct], params.max_new_tokens, pad_id)
+    if len(distinct) != len(prompts):  # one copy of a prompt's cache per row that samples from it
+        pick = torch.tensor(row_prompt, device=device)
+        cache.batch_select_indices(pick)
+        logits, attn = logits[pick], attn[pick]
+
+    eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
+    block = ResponseNoRepeatNGram(params.no_repeat_ngram_size, 0) if params.no_repeat_ngram_size else None
+    sampler = (PerRowSampler([torch.Generator().manual_seed(s) for s in seeds], params.temperature, params.top_p,
+                             params.top_k) if params.do_sample else None)
+    alive = torch.arange(len(prompts), device=device)  # batch row -> row index
+    response = torch.zeros((len(prompts), 0), dtype=torch.long, device=device)
+    out: list[list[int]] = [[] for _ in prompts]
+    for step in range(params.max_new_tokens):
+        if step < params.min_new_tokens and len(eos):
+            logits[:, eos] = -float("inf")
+        if block is not None:
+            logits = block(response, logits)
+        token = sampler.draw(logits) if sampler is not None else torch.argmax(logits, dim=-1)
+        ended = torch.isin(token, eos)
+        for r, t, e in zip(alive.tolist(), token.tolist(), ended.tolist()):
+            if not e:
+                out[r].append(t)
+        if step == params.max_new_tokens - 1 or bool(ended.all()):
+            break
+        response = torch.cat([response, token[:, None]], dim=1)
+        if bool(ended.any()):
+            keep = (~ended).nonzero().squeeze(-1)
+            cache.batch_select_indices(keep)
+            alive, token, response, attn = alive[keep], token[keep], response[keep], attn[keep]
+            if sampler is not None:
+                sampler.generators = [sampler.generators[i] for i in keep.tolist()]
+        attn = torch.cat([attn, attn.new_ones((len(attn), 1))], dim=1)
+        logits = _last_logits(model, input_ids=token[:, None], attention_mask=attn,
+                              position_ids=attn.sum(-1, keepdim=True) - 1, past_key_values=cache)
+    return out

@@ -21,6 +21,7 @@ import numpy as np
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
 from biaslens.models.tokenized import DTYPES, TokenizerBackend, check_model_location, is_masked_config, pick_start_token
+from biaslens.models.trie import TriePack
 
 log = logging.getLogger(__name__)
 
@@ -131,82 +132,6 @@ def _trie_supported(model) -> bool:
     return head is not None and hasattr(head, "weight") and hasattr(model, "base_model")
 
 
-class _TriePack:
-    """A batch of token sequences as prefix-trie nodes packed into rows.
-
-    Every distinct prefix of the batch is one node, computed once: a node attends to
-    itself and its ancestors (a tree-shaped causal mask) at position = its depth, which
-    gives the same attention inputs as the plain causal forward of any sequence through
-    it. Sequences are sorted so neighbours share prefixes; a row is closed when it would
-    exceed ``max_nodes`` (attention costs grow with the row's square).
-    """
-
-    def __init__(self, seqs: list[list[int]], max_nodes: int):
-        self.rows: list[tuple[list[int], list[int], list[int]]] = []  # (tokens, parents, depths)
-        self.paths: list[tuple[int, list[int]]] = [(0, [])] * len(seqs)  # (row, node index per token)
-        children: dict[tuple[int, int], int] = {}
-        tokens: list[int] = []
-        parents: list[int] = []
-        depths: list[int] = []
-        for i in sorted(range(len(seqs)), key=lambda j: seqs[j]):
-            seq = seqs[i]
-            if len(seq) < 2:
-                continue  # nothing to score: no forward pass needed
-            node, k = -1, 0
-            while k < len(seq) and (node, seq[k]) in children:
-                node = children[(node, seq[k])]
-                k += 1
-            if tokens and len(tokens) + len(seq) - k > max_nodes:
-                self.rows.append((tokens, parents, depths))
-                children, tokens, parents, depths = {}, [], [], []
-                node, k = -1, 0
-            path = []
-            node = -1
-            for d, t in enumerate(seq):
-                nxt = children.get((node, t))
-                if nxt is None:
-                    nxt = len(tokens)
-                    children[(node, t)] = nxt
-                    tokens.append(t)
-                    parents.append(node)
-                    depths.append(d)
-                path.append(nxt)
-                node = nxt
-            self.paths[i] = (len(self.rows), path)
-        if tokens:
-            self.rows.append((tokens, parents, depths))
-
-    def tensors(self, pad_id: int):
-        """input ids, position ids and a boolean (rows, 1, width, width) ancestor mask."""
-        import torch
-
-        width = max(len(r[0]) for r in self.rows)
-        n = len(self.rows)
-        ids = np.full((n, width), pad_id, dtype=np.int64)
-        pos = np.zeros((n, width), dtype=np.int64)
-        mask = np.zeros((n, width, width), dtype=bool)
-        idx = np.arange(width)
-        mask[:, idx, idx] = True  # padding nodes see themselves only (no empty softmax rows)
-        for r, (tokens, parents, depths) in enumerate(self.rows):
-            ids[r, : len(tokens)] = tokens
-            pos[r, : len(tokens)] = depths
-            m = mask[r]
-            for j, p in enumerate(parents):
-                if p >= 0:
-                    m[j, :j] = m[p, :j]  # a node's ancestors are its parent's plus the parent
-        return torch.from_numpy(ids), torch.from_numpy(pos), torch.from_numpy(mask).unsqueeze(1), width
-
-
-def _common_prefix_length(seqs: list[list[int]]) -> int:
-    """Tokens all sequences share at the start, leaving each at least one token to score."""
-    limit = min(len(s) for s in seqs) - 1
-    n = 0
-    first = seqs[0]
-    while n < limit and all(s[n] == first[n] for s in seqs):
-        n += 1
-    return max(0, n)
-
-
 class HFCausalBackend(TokenizerBackend):
     """Any causal LM transformers can load (model id or local folder)."""
 
@@ -233,6 +158,10 @@ class HFCausalBackend(TokenizerBackend):
         #: sampled generation: compute each distinct prompt once per batch (the n samples of a
         #: prompt share it); tested to give the same samples at every batch size
         self.share_prompts = self.use_trie
+        #: greedy and sampled decoding through biaslens's own loop (models.generation.decode:
+        #: shared prompt openings once, finished rows leave the batch); tested to give plain
+        #: ``generate``'s greedy texts. Same architectures as the trie: standard causal attention.
+        self.own_decoder = self.use_trie
 
     def compile(self) -> None:
         """Score through ``torch.compile`` (inductor, dynamic shapes, frozen weights).
@@ -284,10 +213,12 @@ class HFCausalBackend(TokenizerBackend):
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
         import torch
 
+        from biaslens.models.generation import common_prefix_length
+
         enc = self.encode(texts)
         seqs = self.scored_sequences(enc["input_ids"])
         trie = self.use_trie and self.share_prefix
-        shared = _common_prefix_length(seqs) if (self.share_prefix and not trie and len(seqs) > 1) else 0
+        shared = common_prefix_length(seqs) if (self.share_prefix and not trie and len(seqs) > 1) else 0
         with torch.inference_mode():
             if trie:
                 rows = self._logprobs_trie(seqs)
@@ -299,11 +230,11 @@ class HFCausalBackend(TokenizerBackend):
 
     def _logprobs_trie(self, seqs: list[list[int]]) -> list[np.ndarray]:
         """Per-token log-probabilities with the batch packed as a prefix trie (see
-        :class:`_TriePack`); the output head runs only on nodes that predict a token."""
+        :class:`TriePack`); the output head runs only on nodes that predict a token."""
         import torch
 
         out = [np.zeros(0, dtype=np.float64) for _ in seqs]
-        pack = _TriePack(seqs, self.TRIE_ROW_NODES)
+        pack = TriePack(seqs, self.TRIE_ROW_NODES)
         if not pack.rows:
             return out
         ids, pos, mask, width = pack.tensors(self._pad_id)
@@ -413,10 +344,15 @@ class HFCausalBackend(TokenizerBackend):
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
-        from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram
+        from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram, decode
 
         tok = self.tokenizer
         enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        model = getattr(self, "_eager_model", self.model)
+        if self.own_decoder and params.num_beams == 1 and min(map(len, enc)) > 0:
+            with torch.inference_mode():
+                out = decode(model, enc, params, seeds, self._eos_ids(), self._pad_id)
+            return [tok.decode(row, skip_special_tokens=True).strip() for row in out]
         width = max(len(e) for e in enc)
         pad = self._pad_id
         ids = torch.full((len(enc), width), pad, dtype=torch.long)
@@ -434,7 +370,6 @@ class HFCausalBackend(TokenizerBackend):
         if params.do_sample:
             gens = [torch.Generator().manual_seed(s) for s in seeds]
             procs.append(PerRowSampler(gens, params.temperature, params.top_p, params.top_k))
-        model = getattr(self, "_eager_model", self.model)
         ids, attn = ids.to(self.device), attn.to(self.device)
         with torch.inference_mode():
             # sampled rows always start from a prompt cache (one path whatever the batch holds)
