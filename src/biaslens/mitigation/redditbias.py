@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -51,6 +50,7 @@ from biaslens.datasets.redditbias import (
     template_pairs,
 )
 from biaslens.datasets.redditbias.terms import compound_affixes, inflect, matcher
+from biaslens.fileio import write_atomic
 from biaslens.mitigation.training import TrainExample, TrainingConfig, TrainingResult, train_causal_lm
 
 log = logging.getLogger(__name__)
@@ -661,6 +661,4 @@ def _drop_weights(folder: Path) -> None:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, default=str))

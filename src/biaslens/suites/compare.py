@@ -31,7 +31,7 @@ import pandas as pd
 
 from biaslens.config import ConfigError
 from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
-from biaslens.report.run_folder import write_json
+from biaslens.report.run_folder import write_json, write_text
 
 
 @dataclass
@@ -407,6 +407,6 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
 
     run = {"suite": "compare", "model": ", ".join(e.label for e in entries), "status": "complete", "started": None,
            "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}
-    (out / "report.html").write_text(render_report(title="Comparison: " + " vs ".join(e.label for e in entries),
-                                                   run=run, sections=sections), encoding="utf-8")
+    write_text(out / "report.html", render_report(title="Comparison: " + " vs ".join(e.label for e in entries),
+                                                  run=run, sections=sections))
     return metrics

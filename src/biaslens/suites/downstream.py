@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.config import ConfigError
+from biaslens.fileio import write_atomic
 from biaslens.report.run_folder import write_json
 
 
@@ -257,9 +258,8 @@ def run_generation(model_path: str | Path, train_file: str | Path, test_file: st
             hyps.append(tok.decode(gen[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip())
     scores, skipped = generation_metrics(hyps, list(refs.values()))
     (out / "responses.jsonl").parent.mkdir(parents=True, exist_ok=True)
-    with open(out / "responses.jsonl", "w", encoding="utf-8") as f:
-        for (ctx, rs), hyp in zip(refs.items(), hyps):
-            f.write(json.dumps({"context": ctx, "response": hyp, "references": rs}) + "\n")
+    write_atomic(out / "responses.jsonl", "".join(json.dumps({"context": ctx, "response": hyp, "references": rs}) + "\n"
+                                                  for (ctx, rs), hyp in zip(refs.items(), hyps)))
     return _write(out, "generation", model_path, scores, {"train_file": str(train_file), "test_file": str(test_file),
                                                           "n_train": len(train), "n_test_contexts": len(refs),
                                                           "steps": result.steps, "skipped": skipped})
