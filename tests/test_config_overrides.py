@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from biaslens.cli import app
-from biaslens.config import ConfigError, dotted_overrides
+from biaslens.config import ConfigError, deep_merge, dotted_overrides
 
 
 def test_dotted_overrides_nest_and_read_yaml_values():
@@ -29,6 +29,27 @@ def test_dotted_overrides_nest_and_read_yaml_values():
 def test_dotted_override_errors_name_the_key(item, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
         dotted_overrides([item])
+
+
+def test_one_deep_merge_for_yaml_api_cli_and_card():
+    base = {"model": {"name": "m", "batch_size": 4}, "axes": ["age"], "fairpair": {"n": 3}}
+    merged = deep_merge(base, {"model": {"batch_size": 8}, "axes": ["ability"], "fairpair": 5})
+    assert merged == {"model": {"name": "m", "batch_size": 8}, "axes": ["ability"], "fairpair": 5}
+    assert base == {"model": {"name": "m", "batch_size": 4}, "axes": ["age"], "fairpair": {"n": 3}}  # unchanged
+    # no module but config.py defines its own recursive merge of settings
+    import ast
+    from pathlib import Path
+
+    import biaslens
+
+    src = Path(biaslens.__file__).parent
+    copies = []
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and "merge" in node.name.lower() and any(
+                    isinstance(c, ast.Call) and getattr(c.func, "id", None) == node.name for c in ast.walk(node)):
+                copies.append(f"{path.relative_to(src)}:{node.name}")
+    assert copies == ["config.py:deep_merge"]
 
 
 def test_cli_set_wins_over_flags_and_reaches_run_json(tmp_path):

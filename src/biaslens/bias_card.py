@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biaslens.config import ConfigError
+from biaslens.config import ConfigError, deep_merge
 
 CARD_FORMAT_VERSION = 1
 
@@ -66,18 +66,11 @@ METHODS: tuple[CardMethod, ...] = (
 BUDGETS = ("smoke", "default", "paper")
 
 
-def _deep_merge(base: dict, extra: dict) -> dict:
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def method_config(method: CardMethod, budget: str, base: dict[str, Any], out: Path) -> dict[str, Any]:
     """The run configuration of one method: the user's base settings (model, cache, seed),
     the budget's sizes, its own folder."""
-    return _deep_merge(_deep_merge(base, method.budgets.get(budget, {})),
-                       {"suite": method.suite, "out": str(out / method.suite)})
+    return deep_merge(deep_merge(base, method.budgets.get(budget, {})),
+                      {"suite": method.suite, "out": str(out / method.suite)})
 
 
 def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
