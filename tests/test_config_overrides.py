@@ -78,6 +78,32 @@ def test_the_api_applies_the_offline_policy(tmp_path, online, expected):
     assert res.stdout.strip().splitlines()[-1] == expected
 
 
+#: every public function that can load a model (the CLI's commands call these)
+MODEL_LOADING_API = ("run", "card", "check_backend", "debias", "debias_grid", "finetune_community",
+                     "tune_style_equality", "downstream_dst", "downstream_generation", "load_model")
+
+
+@pytest.mark.parametrize("online, expected", [(None, "1"), ("1", "unset")])
+def test_every_model_loading_api_function_applies_the_offline_policy(online, expected):
+    """Each function is called with too many arguments: the policy is applied before the call
+    fails, and nothing is loaded."""
+    code = ("import os, biaslens\n"
+            f"for name in {MODEL_LOADING_API!r}:\n"
+            "    for k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE'):\n"
+            "        os.environ.pop(k, None)\n"
+            "    try:\n"
+            "        getattr(biaslens, name)(*[None] * 30)\n"
+            "    except TypeError as e:\n"
+            "        assert 'positional argument' in str(e), (name, e)\n"
+            "    print(name, os.environ.get('HF_HUB_OFFLINE', 'unset'), os.environ.get('TRANSFORMERS_OFFLINE', 'unset'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "BIASLENS_ONLINE")}
+    if online:
+        env["BIASLENS_ONLINE"] = online
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == [w for name in MODEL_LOADING_API for w in (name, expected, expected)]
+
+
 def test_every_command_has_a_python_function():
     """The CLI's commands are biaslens.* functions too (lazily imported; none loads torch)."""
     import inspect

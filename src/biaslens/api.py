@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from biaslens.config import ConfigError, RunConfig
+from biaslens.environment import applies_environment_policy
 
 
+@applies_environment_policy
 def run(config: RunConfig | dict | None = None, *, backend=None, console=None, **overrides):
     """Run a suite. ``config`` may be a RunConfig, a dict of its fields, or None (defaults);
     keyword overrides are applied on top, e.g. ``run(model={"name": "fake"}, sample=600)``.
 
     Returns a :class:`biaslens.results.RunResult` (``out``, ``metrics``, every table as an attribute).
     """
-    from biaslens.environment import apply_environment_policy
     from biaslens.suites import get_suite
 
-    apply_environment_policy()
     if config is None:
         config = {}
     if isinstance(config, RunConfig):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.config import ConfigError, deep_merge
+from biaslens.environment import applies_environment_policy
 
 CARD_FORMAT_VERSION = 1
 
@@ -87,6 +88,7 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
             "scorer_cards": metrics.get("scorer_cards") or [], "report": f"{method.suite}/report.html"}
 
 
+@applies_environment_policy
 def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = None, budget: str = "default",
               methods: list[str] | None = None, console=None, backend=None) -> dict[str, Any]:
     """Run every applicable method on ``config["model"]`` and write ``card.json`` and ``card.html``.

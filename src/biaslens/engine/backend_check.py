@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biaslens.environment import applies_environment_policy
 from biaslens.fileio import write_atomic
 from biaslens.models.base import Backend, ModelError, TokenScores
 
@@ -132,6 +133,7 @@ def _max_diff(a: list[TokenScores], b: list[TokenScores], texts: list[str], mism
     return token_diff, sum_diff
 
 
+@applies_environment_policy
 def check_backend(candidate: Backend, reference: Backend | None, texts: list[str] | None = None, *,
                   tolerance: float = DEFAULT_TOLERANCE, batch_size: int = 8) -> BackendCheckResult:
     """Score ``texts`` (default: :func:`calibration_texts`) and compare; nothing is cached."""

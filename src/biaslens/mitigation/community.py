@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from biaslens.datasets.community import Columns, CommunityData, read_community
+from biaslens.environment import applies_environment_policy
 from biaslens.mitigation.training import TrainExample, TrainingConfig, TrainingResult, train_causal_lm
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ def community_examples(data: CommunityData, *, separator: str = DEFAULT_SEPARATO
     return out
 
 
+@applies_environment_policy
 def finetune_community(
     model: str,
     data: str | Path,

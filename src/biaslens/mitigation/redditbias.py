@@ -50,6 +50,7 @@ from biaslens.datasets.redditbias import (
     template_pairs,
 )
 from biaslens.datasets.redditbias.terms import compound_affixes, inflect, matcher
+from biaslens.environment import applies_environment_policy
 from biaslens.fileio import write_atomic
 from biaslens.mitigation.training import TrainExample, TrainingConfig, TrainingResult, train_causal_lm
 
@@ -452,6 +453,7 @@ class DebiasOptions:
     score_first_token: bool = True
 
 
+@applies_environment_policy
 def debias(model_path: str | Path, out: str | Path, opts: DebiasOptions, *,
            keep_checkpoints: bool = False) -> tuple[TrainingResult, dict[str, Any]]:
     """Debias a causal LM with one method and write the model folder ``out`` plus ``debias.json``.
@@ -594,6 +596,7 @@ def validation_lmb(model_dir: str | Path, spec: BiasSpec, data_dir: str | Path |
             "split": "valid" if data_dir else "templates", "perplexity_definition": perplexity_definition(backend)}
 
 
+@applies_environment_policy
 def run_grid(model_path: str | Path, out: str | Path, opts: DebiasOptions, points: list[dict[str, Any]], *,
              progress=None) -> dict[str, Any]:
     """Train every grid point, measure validation LMB, keep the model with the highest p-value.

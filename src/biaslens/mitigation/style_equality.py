@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError
+from biaslens.environment import applies_environment_policy
 from biaslens.fileio import atomic_path
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,7 @@ class StyleEqualityResult:
     description: dict[str, Any] = field(default_factory=dict)
 
 
+@applies_environment_policy
 def tune_style_equality(model: str, generations: str | Path, out: str | Path, *, beta: float | None = None,
                         alpha: float = 0.0,
                         use_tags: bool = True, eval_fraction: float = 0.1, config=None,

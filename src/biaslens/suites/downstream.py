@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.config import ConfigError
+from biaslens.environment import applies_environment_policy
 from biaslens.fileio import write_atomic
 from biaslens.report.run_folder import write_json
 
@@ -102,6 +103,7 @@ def f1_score(gold: list[int], pred: list[int]) -> dict[str, float]:
     return {"precision": prec, "recall": rec, "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0}
 
 
+@applies_environment_policy
 def run_dst(model_path: str | Path, train_file: str | Path, test_file: str | Path, out: str | Path, *,
             epochs: float = 1.0, batch_size: int = 8, lr: float = 5e-5, max_steps: int = -1, max_length: int = 128,
             seed: int = 0) -> dict[str, Any]:
@@ -226,6 +228,7 @@ def generation_metrics(hyps: list[str], refs: list[list[str]]) -> tuple[dict[str
     return scores, skipped
 
 
+@applies_environment_policy
 def run_generation(model_path: str | Path, train_file: str | Path, test_file: str | Path, out: str | Path, *,
                    epochs: float = 1.0, batch_size: int = 8, lr: float = 5e-5, max_steps: int = -1,
                    max_new_tokens: int = 30, seed: int = 0) -> dict[str, Any]:
