@@ -67,6 +67,12 @@ def embedded_model_dir() -> Path:
     return target
 
 
+def model_folder(name: str) -> str:
+    """A model name as a folder or Hub id that Hugging Face loaders (and training) accept: the
+    embedded model's converted folder for ``smollm2-135m``, any other name unchanged."""
+    return str(embedded_model_dir()) if name == EMBEDDED_NAME else name
+
+
 def _matches(marker: Path, stamp: dict) -> bool:
     try:
         return json.loads(marker.read_text()) == stamp
