@@ -571,16 +571,18 @@ def validation_lmb(model_dir: str | Path, spec: BiasSpec, data_dir: str | Path |
     import pandas as pd
 
     from biaslens.config import RunConfig
+    from biaslens.datasets.redditbias.views import build_views
     from biaslens.engine.scoring import score_texts
+    from biaslens.metrics.lmb import lmb_by_view
     from biaslens.models import load_model
-    from biaslens.suites.redditbias import analyse, build_views, perplexity_definition
+    from biaslens.models.base import perplexity_definition
 
     config = RunConfig.validated({"suite": "redditbias", "use_cache": False,
                                   "model": {"name": str(model_dir), "score_first_token": score_first_token},
                                   "seed": seed, "redditbias": {
                                       "data_dir": str(data_dir) if data_dir else None, "split": "valid",
                                       "bias_types": [spec.name], "max_template_pairs": max_template_pairs}})
-    views = [v for v in build_views({spec.name: spec}, config) if v.view == "target"]
+    views = [v for v in build_views({spec.name: spec}, config.redditbias, seed=config.seed) if v.view == "target"]
     backend = load_model(str(model_dir), score_first_token=score_first_token)
     for v in views:
         if not v.scored:
@@ -590,7 +592,7 @@ def validation_lmb(model_dir: str | Path, spec: BiasSpec, data_dir: str | Path |
             v.pairs["ppl_minoritized"], v.pairs["ppl_dominant"] = ppl[:n], ppl[n:]
     pairs = pd.concat([v.pairs.assign(bias_type=v.bias_type, view=v.view, source=v.source) for v in views],
                       ignore_index=True)
-    _, metrics = analyse(pairs, seed=seed, outlier_removal={(v.bias_type, v.view): v.outlier_removal for v in views})
+    _, metrics = lmb_by_view(pairs, seed=seed, outlier_removal={(v.bias_type, v.view): v.outlier_removal for v in views})
     m = metrics[spec.name]
     return {"t": m["t"], "p": m["p"], "n_pairs": m["n_pairs"], "source": m.get("source"),
             "split": "valid" if data_dir else "templates", "perplexity_definition": perplexity_definition(backend)}
