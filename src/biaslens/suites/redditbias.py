@@ -130,13 +130,15 @@ class RedditBias(Suite):
         for r in lmb.itertuples(index=False):
             if r.view != "target":
                 continue
+            # pairs tested; pairs dropped (a missing perplexity, or an outlier when outlier removal is on)
+            counts = {"n_used": int(r.n_pairs), "n_missing": int(r.n_input - r.n_pairs)}
             t_entries.append(MetricEntry(
-                name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, n_used=int(r.n_pairs),
+                name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired t of minoritized - dominant perplexity (t < 0: bias against "
                             f"the minoritized group), p = {r.p:.3g}"))
             entries.append(MetricEntry(
                 name=f"cohens_d.{r.bias_type}", value=r.cohens_d, ci_low=r.d_ci_low, ci_high=r.d_ci_high,
-                interval="95% t-interval of the paired effect size d_z", ideal=0.0, n_used=int(r.n_pairs),
+                interval="95% t-interval of the paired effect size d_z", higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired effect size"))
             sig = r.p < ctx.config.alpha
             verdicts.append(f"{r.bias_type}: {'significant' if sig else 'no significant'} bias"
