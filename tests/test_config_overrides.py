@@ -65,17 +65,23 @@ def test_cli_set_wins_over_flags_and_reaches_run_json(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("online, expected", [(None, "1"), ("1", "unset")])
-def test_the_api_applies_the_offline_policy(tmp_path, online, expected):
-    code = ("import os, biaslens; biaslens.run(model='fake', sample=120, axes=['ability', 'age'], "
-            f"out={str(tmp_path / 'run')!r}, cache_dir={str(tmp_path / 'c')!r}); "
-            "print(os.environ.get('HF_HUB_OFFLINE', 'unset'))")
+def _python_without_policy(code: str, online: str | None) -> str:
+    """Standard output of ``python -c code`` with none of the offline variables set (and
+    ``BIASLENS_ONLINE=online`` when given)."""
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "BIASLENS_ONLINE")}
     if online:
         env["BIASLENS_ONLINE"] = online
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.strip().splitlines()[-1] == expected
+    return res.stdout
+
+
+@pytest.mark.parametrize("online, expected", [(None, "1"), ("1", "unset")])
+def test_the_api_applies_the_offline_policy(tmp_path, online, expected):
+    code = ("import os, biaslens; biaslens.run(model='fake', sample=120, axes=['ability', 'age'], "
+            f"out={str(tmp_path / 'run')!r}, cache_dir={str(tmp_path / 'c')!r}); "
+            "print(os.environ.get('HF_HUB_OFFLINE', 'unset'))")
+    assert _python_without_policy(code, online).strip().splitlines()[-1] == expected
 
 
 #: every public function that can load a model (the CLI's commands call these)
@@ -96,12 +102,8 @@ def test_every_model_loading_api_function_applies_the_offline_policy(online, exp
             "    except TypeError as e:\n"
             "        assert 'positional argument' in str(e), (name, e)\n"
             "    print(name, os.environ.get('HF_HUB_OFFLINE', 'unset'), os.environ.get('TRANSFORMERS_OFFLINE', 'unset'))\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "BIASLENS_ONLINE")}
-    if online:
-        env["BIASLENS_ONLINE"] = online
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == [w for name in MODEL_LOADING_API for w in (name, expected, expected)]
+    assert _python_without_policy(code, online).split() == [w for name in MODEL_LOADING_API
+                                                           for w in (name, expected, expected)]
 
 
 def test_every_command_has_a_python_function():
