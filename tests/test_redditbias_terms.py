@@ -115,12 +115,12 @@ def test_reference_mode_is_the_authors_procedure(name):
 @pytest.mark.parametrize("name", ["religion1", "religion2", "race", "gender", "orientation"])
 def test_every_annotated_biased_phrase_is_swapped_or_listed(name):
     from biaslens.config import RunConfig
-    from biaslens.suites.redditbias import _annotated_view
+    from biaslens.datasets.redditbias.views import annotated_view
 
     spec = builtin_spec(name)
     path = find_files(REF, spec, "test").annotated
     config = RunConfig.validated({"suite": "redditbias", "redditbias": {"data_dir": str(REF)}})
-    view = _annotated_view(spec, path, config)
+    view = annotated_view(spec, path, config.redditbias)
     notes = view.notes
     assert notes["n_swapped"] + notes["n_unswappable"] == notes["n_biased_phrases"] == len(view.pairs) + len(notes["unswappable"])
     # before: religion2 dropped 528 of 1,200 (44%), race 461 of 1,273, gender 322 of 2,028, silently

@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from biaslens.config import ConfigError, RunConfig
+from biaslens.environment import applies_environment_policy
 
 
+@applies_environment_policy
 def run(config: RunConfig | dict | None = None, *, backend=None, console=None, **overrides):
     """Run a suite. ``config`` may be a RunConfig, a dict of its fields, or None (defaults);
     keyword overrides are applied on top, e.g. ``run(model={"name": "fake"}, sample=600)``.
 
     Returns a :class:`biaslens.results.RunResult` (``out``, ``metrics``, every table as an attribute).
     """
-    from biaslens.environment import apply_environment_policy
     from biaslens.suites import get_suite
 
-    apply_environment_policy()
     if config is None:
         config = {}
     if isinstance(config, RunConfig):
@@ -24,15 +24,14 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
         config = config.model_dump(exclude_unset=True)
     import copy
 
-    from biaslens.config import deep_update
+    from biaslens.config import deep_merge
 
     # nested sections merge: run(cfg, model={"batch_size": 8}) keeps cfg's model name
     data, extra = copy.deepcopy(dict(config)), copy.deepcopy(overrides)
     for d in (data, extra):
         if isinstance(d.get("model"), str):
             d["model"] = {"name": d["model"]}
-    deep_update(data, extra)
-    cfg = RunConfig.validated(data, source="run()")
+    cfg = RunConfig.validated(deep_merge(data, extra), source="run()")
     from biaslens.runner import run_suite
 
     get_suite(cfg.suite)  # an unknown suite fails here, with suggestions

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biaslens.config import ConfigError
+from biaslens.config import ConfigError, deep_merge
+from biaslens.environment import applies_environment_policy
 
 CARD_FORMAT_VERSION = 1
 
@@ -66,18 +67,11 @@ METHODS: tuple[CardMethod, ...] = (
 BUDGETS = ("smoke", "default", "paper")
 
 
-def _deep_merge(base: dict, extra: dict) -> dict:
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def method_config(method: CardMethod, budget: str, base: dict[str, Any], out: Path) -> dict[str, Any]:
     """The run configuration of one method: the user's base settings (model, cache, seed),
     the budget's sizes, its own folder."""
-    return _deep_merge(_deep_merge(base, method.budgets.get(budget, {})),
-                       {"suite": method.suite, "out": str(out / method.suite)})
+    return deep_merge(deep_merge(base, method.budgets.get(budget, {})),
+                      {"suite": method.suite, "out": str(out / method.suite)})
 
 
 def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
@@ -94,6 +88,7 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
             "scorer_cards": metrics.get("scorer_cards") or [], "report": f"{method.suite}/report.html"}
 
 
+@applies_environment_policy
 def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = None, budget: str = "default",
               methods: list[str] | None = None, console=None, backend=None) -> dict[str, Any]:
     """Run every applicable method on ``config["model"]`` and write ``card.json`` and ``card.html``.

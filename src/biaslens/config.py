@@ -198,8 +198,7 @@ class RunConfig(BaseModel):
             raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
         if isinstance(data.get("model"), str):
             data["model"] = {"name": data["model"]}
-        deep_update(data, overrides)
-        return cls.validated(data, source=str(path))
+        return cls.validated(deep_merge(data, overrides), source=str(path))
 
     @classmethod
     def validated(cls, data: dict, source: str = "config") -> RunConfig:
@@ -250,9 +249,14 @@ def dotted_overrides(items: list[str]) -> dict:
     return out
 
 
-def deep_update(base: dict, new: dict) -> None:
-    for k, v in new.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            deep_update(base[k], v)
-        else:
-            base[k] = v
+def deep_merge(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` laid over it, section by section: nested mappings merge, any other
+    value of ``extra`` replaces ``base``'s. Neither argument is changed.
+
+    >>> deep_merge({"model": {"name": "m", "batch_size": 4}, "seed": 1}, {"model": {"batch_size": 8}})
+    {'model': {'name': 'm', 'batch_size': 8}, 'seed': 1}
+    """
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

@@ -4,7 +4,12 @@ notebook behave the same."""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import TypeVar
+
+F = TypeVar("F", bound=Callable)
 
 
 def apply_environment_policy() -> None:
@@ -16,6 +21,20 @@ def apply_environment_policy() -> None:
     if not os.environ.get("BIASLENS_ONLINE"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def applies_environment_policy(fn: F) -> F:
+    """Decorate a public function that may load a model: it applies
+    :func:`apply_environment_policy` first, so ``biaslens.debias(...)`` in a notebook is as
+    offline as ``biaslens debias`` on the command line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        apply_environment_policy()
+        return fn(*args, **kwargs)
+
+    wrapper.applies_environment_policy = True
+    return wrapper  # type: ignore[return-value]
 
 
 def default_console():

@@ -1,15 +1,54 @@
-"""Reading user files safely, with errors that name the file, line and column.
+"""Reading user files safely, and writing every file atomically.
 
 Every reader of YAML/JSON configuration (run configs, bias specifications, templates,
 mappings, style inventories) goes through here, so each gets the same guarantees:
 UTF-8 checked with the failing line, YAML parsed with ``safe_load`` (no Python objects),
 JSON/YAML position in the message, and deep nesting reported instead of crashing.
+
+Every file biaslens writes (run folders, caches, verdicts, training records) goes through
+:func:`write_atomic` or :func:`atomic_path`: a reader sees the old file or the new one, never
+half of one, and a full disk is one error naming the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """A temporary name next to ``target`` for a writer to fill, renamed onto ``target`` when the
+    block ends. On failure the temporary file is removed, and a full disk becomes one
+    :class:`~biaslens.paths.NoSpaceLeft` naming ``target``."""
+    from biaslens.paths import no_space_error
+
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        full = no_space_error(e, target)
+        if full is not None:
+            raise full from e
+        raise
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically; returns the path."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+    return path
 
 
 def read_text(path: str | Path, error: type[Exception]) -> str:

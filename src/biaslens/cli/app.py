@@ -271,10 +271,9 @@ def _run(**a):
         com["dimensions"] = [s.strip() for s in a["community_dimensions"].split(",") if s.strip()]
     if com:
         overrides["community"] = com
-    from biaslens.config import dotted_overrides
+    from biaslens.config import deep_merge, dotted_overrides
 
-    for key, value in dotted_overrides(a["set_"] or []).items():
-        overrides[key] = _merge(overrides.get(key), value)
+    overrides = deep_merge(overrides, dotted_overrides(a["set_"] or []))
     if a["config"]:
         cfg = RunConfig.from_yaml(a["config"], **overrides)
     else:
@@ -306,12 +305,6 @@ def _name_flags(message: str) -> str:
         return f"field '{m.group(1)}'"
 
     return re.sub(r"^flags: field '([\w.]+)'", flag, message, flags=re.M)
-
-
-def _merge(old, new):
-    if isinstance(old, dict) and isinstance(new, dict):
-        return {**old, **{k: _merge(old.get(k), v) for k, v in new.items()}}
-    return new
 
 
 @app.command()

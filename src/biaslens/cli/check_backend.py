@@ -40,7 +40,7 @@ def _check(model, backend, reference, base_url, api_key_env, device, dtype, tole
     from biaslens.cli.app import console
     from biaslens.config import ConfigError
     from biaslens.engine.backend_check import check_backend, record_verdict
-    from biaslens.fileio import read_text
+    from biaslens.fileio import read_text, write_atomic
     from biaslens.models import load_model
 
     if backend not in ("hf", "vllm", "openai"):
@@ -79,7 +79,7 @@ def _check(model, backend, reference, base_url, api_key_env, device, dtype, tole
     path = record_verdict(candidate, result, cache_dir)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result.to_json(), indent=1, default=str), encoding="utf-8")
+        write_atomic(json_out, json.dumps(result.to_json(), indent=1, default=str))
     if result.passed:
         console.print(f"[green]agrees[/green]: scoring runs with this backend may proceed (verdict in {path})")
         return

@@ -92,7 +92,9 @@ def _debias(method: str, a: dict) -> None:
     spec = resolve_specs([a["bias_type"]], list(a["spec_file"] or []))[a["bias_type"]]
     if a["data_dir"] is not None:
         load_debias_data(spec, a["data_dir"])  # a missing file fails before the model loads
-    model_path = _model_path(a["model"])
+    from biaslens.models import model_folder
+
+    model_path = model_folder(a["model"])
     cfg = TrainingConfig(epochs=a["epochs"], learning_rate=a["lr"], batch_size=a["batch_size"], grad_accum=a["grad_accum"],
                          max_length=a["max_length"], lm_weight=a["lm_weight"], extra_weight=a["debias_weight"],
                          save_steps=a["save_steps"], seed=a["seed"], max_steps=a["max_steps"])
@@ -119,12 +121,6 @@ def _debias(method: str, a: dict) -> None:
                              a["max_template_pairs"], seed=a["seed"], score_first_token=not a["no_start_token"])
         console.print(f"evaluation: {run}")
     console.print(f"model folder: [bold]{out}[/bold]")
-
-
-def _model_path(name: str) -> str:
-    from biaslens.models.embedded import EMBEDDED_NAME, embedded_model_dir
-
-    return str(embedded_model_dir()) if name == EMBEDDED_NAME else name
 
 
 def evaluate_model(model_dir: Path, bias_type: str, data_dir: Optional[Path], spec_files: list[Path],

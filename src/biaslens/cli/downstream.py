@@ -55,7 +55,7 @@ def generation(
 
 def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> None:
     from biaslens.cli.app import console
-    from biaslens.cli.debias import _model_path
+    from biaslens.models import model_folder
     from biaslens.suites.downstream import DownstreamDataError, run_dst, run_generation
 
     for f in (train, test):
@@ -63,7 +63,7 @@ def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> No
             raise DownstreamDataError(f"{f}: no such file")
     folder = _out(model, out, task)
     fn = run_dst if task == "dst" else run_generation
-    metrics = fn(_model_path(model), train, test, folder, epochs=epochs, batch_size=batch_size, lr=lr,
+    metrics = fn(model_folder(model), train, test, folder, epochs=epochs, batch_size=batch_size, lr=lr,
                  max_steps=max_steps)
     shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} –" for k, v in metrics["scores"].items())
     console.print(f"{task}: {shown}")

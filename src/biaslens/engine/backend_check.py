@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from biaslens.environment import applies_environment_policy
+from biaslens.fileio import write_atomic
 from biaslens.models.base import Backend, ModelError, TokenScores
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ def _max_diff(a: list[TokenScores], b: list[TokenScores], texts: list[str], mism
     return token_diff, sum_diff
 
 
+@applies_environment_policy
 def check_backend(candidate: Backend, reference: Backend | None, texts: list[str] | None = None, *,
                   tolerance: float = DEFAULT_TOLERANCE, batch_size: int = 8) -> BackendCheckResult:
     """Score ``texts`` (default: :func:`calibration_texts`) and compare; nothing is cached."""
@@ -190,9 +192,7 @@ def record_verdict(backend: Backend, result: BackendCheckResult, cache_root: Pat
         "reference": (result.reference or {}).get("name"), "checked": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "candidate": result.candidate,
     }
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(verdicts, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    write_atomic(path, json.dumps(verdicts, indent=1, sort_keys=True))  # a reader never sees half a file
     return path
 
 

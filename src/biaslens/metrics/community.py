@@ -16,7 +16,6 @@ all pairs of one model and score.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from typing import Any
 
@@ -25,6 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.metrics.multiple_testing import holm
+from biaslens.metrics.resampling import bootstrap_means, keyed_rng, percentile_interval
 
 #: score column -> the paper's name for its mean
 MEAN_NAMES = {"sentiment": "S_mean", "toxicity": "T_mean"}
@@ -90,26 +90,25 @@ def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, n_boot: int 
     means; ``ci_low``/``ci_high`` a percentile bootstrap over prompts (``n_boot``
     resamples, seeded per model/dimension/pair so a subset run gives the same numbers);
     ``p_value`` Welch's t-test on prompt means (NaN with fewer than two prompts a side);
-    ``p_holm`` Holm-adjusted over the model's pairs for this score.
+    ``p_holm`` Holm-adjusted over the model's pairs for this score; ``n_prompts_missing`` the
+    prompts of a and b left out because none of their generations has a score.
     """
     pm = prompt_means(df, value)
     rows: list[dict[str, Any]] = []
-    alpha = (1 - level) / 2
     for model, mdf in pm.groupby("model", observed=True, sort=False):
         for dim, ddf in mdf.groupby("dimension", observed=True, sort=False):
             demos = list(dict.fromkeys(ddf["demographic"]))
             vals = {d: ddf.loc[ddf["demographic"] == d, value].to_numpy(dtype=np.float64) for d in demos}
             for a, b in itertools.combinations(demos, 2):
                 xa, xb = vals[a], vals[b]
+                n_missing = int(np.isnan(xa).sum() + np.isnan(xb).sum())  # prompts with no score at all
                 xa, xb = xa[~np.isnan(xa)], xb[~np.isnan(xb)]
                 gap = float(xa.mean() - xb.mean()) if len(xa) and len(xb) else float("nan")
                 lo = hi = float("nan")
                 if n_boot and len(xa) and len(xb):
-                    key = f"{seed}|{model}|{dim}|{a}|{b}|{value}".encode()
-                    rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little"))
-                    ba = xa[rng.integers(0, len(xa), (n_boot, len(xa)))].mean(axis=1)
-                    bb = xb[rng.integers(0, len(xb), (n_boot, len(xb)))].mean(axis=1)
-                    lo, hi = (float(q) for q in np.quantile(ba - bb, [alpha, 1 - alpha]))
+                    rng = keyed_rng(f"{seed}|{model}|{dim}|{a}|{b}|{value}")
+                    ba = bootstrap_means(xa, n_boot, rng)
+                    lo, hi = percentile_interval(ba - bootstrap_means(xb, n_boot, rng), level)
                 p = t = float("nan")
                 if len(xa) >= 2 and len(xb) >= 2 and (xa.var() > 0 or xb.var() > 0):
                     res = stats.ttest_ind(xa, xb, equal_var=False)
@@ -120,10 +119,11 @@ def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, n_boot: int 
                              "mean_a": float(xa.mean()) if len(xa) else float("nan"),
                              "mean_b": float(xb.mean()) if len(xb) else float("nan"),
                              "gap": gap, "ci_low": lo, "ci_high": hi, "t": t, "p_value": p,
-                             "n_prompts_a": int(len(xa)), "n_prompts_b": int(len(xb))})
+                             "n_prompts_a": int(len(xa)), "n_prompts_b": int(len(xb)),
+                             "n_prompts_missing": n_missing})
     out = pd.DataFrame(rows, columns=["model", "score", "dimension", "demographic_a", "demographic_b", "mean_a",
                                       "mean_b", "gap", "ci_low", "ci_high", "t", "p_value", "n_prompts_a",
-                                      "n_prompts_b"])
+                                      "n_prompts_b", "n_prompts_missing"])
     out["p_holm"] = np.nan
     for _, idx in out.groupby("model", observed=True, sort=False).groups.items():
         p = out.loc[idx, "p_value"].to_numpy(dtype=np.float64)
@@ -140,17 +140,14 @@ def demographic_mean_cis(df: pd.DataFrame, value: str = "sentiment", *, n_boot: 
     """Bootstrap CI (over prompts) of each demographic's mean, per model: the error bars
     of the per-dimension plots."""
     pm = prompt_means(df, value)
-    alpha = (1 - level) / 2
     rows = []
     for (model, dim, demo), g in pm.groupby(["model", "dimension", "demographic"], observed=True, sort=False):
         x = g[value].to_numpy(dtype=np.float64)
         x = x[~np.isnan(x)]
         lo = hi = float("nan")
         if n_boot and len(x):
-            key = f"{seed}|{model}|{dim}|{demo}|{value}".encode()
-            rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little"))
-            bm = x[rng.integers(0, len(x), (n_boot, len(x)))].mean(axis=1)
-            lo, hi = (float(q) for q in np.quantile(bm, [alpha, 1 - alpha]))
+            lo, hi = percentile_interval(bootstrap_means(x, n_boot, keyed_rng(f"{seed}|{model}|{dim}|{demo}|{value}")),
+                                         level)
         rows.append({"model": model, "dimension": dim, "demographic": demo, "score": value,
                      "mean": float(x.mean()) if len(x) else float("nan"), "ci_low": lo, "ci_high": hi,
                      "n_prompts": int(len(x))})

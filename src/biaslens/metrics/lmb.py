@@ -9,12 +9,15 @@ model finds the stereotype likelier for the minoritized group (bias against it).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+log = logging.getLogger(__name__)
 
 
 def outlier_mask(minoritized: np.ndarray, dominant: np.ndarray, n_sigma: float = 3.0) -> np.ndarray:
@@ -203,3 +206,35 @@ def significance_stars(p: float) -> str:
     if p is None or not np.isfinite(p):
         return ""
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def lmb_by_view(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
+            outlier_removal: dict[tuple[str, str], bool] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """LMB per bias type and view from a scored pairs table (no model calls).
+
+    Returns:
+        ``lmb`` table (one row per bias type and view) and metrics keyed by bias type; the
+        target view's numbers are at the top level of each bias type, the attribute view's
+        under ``attribute_swap``.
+    """
+    rows, metrics = [], {}
+    for (bias_type, view), g in pairs.groupby(["bias_type", "view"], sort=False):
+        remove = (outlier_removal or {}).get((bias_type, view), False)
+        res = lmb_test(g["ppl_minoritized"], g["ppl_dominant"], alpha=alpha, outlier_removal=remove, seed=seed)
+        d = res.as_dict()
+        d["source"] = str(g["source"].iloc[0])
+        d["stars"] = significance_stars(res.p)
+        pairs_cols = ("d_ci", "d_ci_bca", "median_diff_ci")
+        rows.append({"bias_type": bias_type, "view": view, **{k: v for k, v in d.items() if k not in pairs_cols},
+                     "d_ci_low": res.d_ci[0], "d_ci_high": res.d_ci[1],
+                     "d_ci_bca_low": res.d_ci_bca[0], "d_ci_bca_high": res.d_ci_bca[1],
+                     "median_diff_ci_low": res.median_diff_ci[0], "median_diff_ci_high": res.median_diff_ci[1]})
+        if res.skew_warning:
+            log.warning("%s/%s: paired differences are heavily skewed (skew %.1f): t and d_z rest on a few pairs; "
+                        "see median_diff and its interval", bias_type, view, res.diff_skew)
+        entry = metrics.setdefault(bias_type, {})
+        if view == "target":
+            entry.update(d)
+        else:
+            entry["attribute_swap"] = d
+    return pd.DataFrame(rows), metrics

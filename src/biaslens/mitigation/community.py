@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from biaslens.datasets.community import Columns, CommunityData, read_community
+from biaslens.environment import applies_environment_policy
 from biaslens.mitigation.training import TrainExample, TrainingConfig, TrainingResult, train_causal_lm
 
 log = logging.getLogger(__name__)
@@ -42,15 +43,13 @@ class CommunityFinetuneResult:
 def resolve_model_path(model: str) -> str:
     """A model name as ``train_causal_lm`` wants it: the embedded model's folder for
     ``smollm2-135m``, otherwise unchanged (a folder or Hub id)."""
-    from biaslens.models.embedded import EMBEDDED_NAME, embedded_model_dir
+    from biaslens.models import model_folder
 
-    if model == EMBEDDED_NAME:
-        return str(embedded_model_dir())
     if model == "fake":
         from biaslens.config import ConfigError
 
         raise ConfigError("the fake backend cannot be fine-tuned; pass a Hugging Face causal LM folder or id")
-    return model
+    return model_folder(model)
 
 
 def _start_token(model_path: str) -> str | None:
@@ -74,6 +73,7 @@ def community_examples(data: CommunityData, *, separator: str = DEFAULT_SEPARATO
     return out
 
 
+@applies_environment_policy
 def finetune_community(
     model: str,
     data: str | Path,

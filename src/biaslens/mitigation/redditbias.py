@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -51,6 +50,8 @@ from biaslens.datasets.redditbias import (
     template_pairs,
 )
 from biaslens.datasets.redditbias.terms import compound_affixes, inflect, matcher
+from biaslens.environment import applies_environment_policy
+from biaslens.fileio import write_atomic
 from biaslens.mitigation.training import TrainExample, TrainingConfig, TrainingResult, train_causal_lm
 
 log = logging.getLogger(__name__)
@@ -452,6 +453,7 @@ class DebiasOptions:
     score_first_token: bool = True
 
 
+@applies_environment_policy
 def debias(model_path: str | Path, out: str | Path, opts: DebiasOptions, *,
            keep_checkpoints: bool = False) -> tuple[TrainingResult, dict[str, Any]]:
     """Debias a causal LM with one method and write the model folder ``out`` plus ``debias.json``.
@@ -569,16 +571,18 @@ def validation_lmb(model_dir: str | Path, spec: BiasSpec, data_dir: str | Path |
     import pandas as pd
 
     from biaslens.config import RunConfig
+    from biaslens.datasets.redditbias.views import build_views
     from biaslens.engine.scoring import score_texts
+    from biaslens.metrics.lmb import lmb_by_view
     from biaslens.models import load_model
-    from biaslens.suites.redditbias import analyse, build_views, perplexity_definition
+    from biaslens.models.base import perplexity_definition
 
     config = RunConfig.validated({"suite": "redditbias", "use_cache": False,
                                   "model": {"name": str(model_dir), "score_first_token": score_first_token},
                                   "seed": seed, "redditbias": {
                                       "data_dir": str(data_dir) if data_dir else None, "split": "valid",
                                       "bias_types": [spec.name], "max_template_pairs": max_template_pairs}})
-    views = [v for v in build_views({spec.name: spec}, config) if v.view == "target"]
+    views = [v for v in build_views({spec.name: spec}, config.redditbias, seed=config.seed) if v.view == "target"]
     backend = load_model(str(model_dir), score_first_token=score_first_token)
     for v in views:
         if not v.scored:
@@ -588,12 +592,13 @@ def validation_lmb(model_dir: str | Path, spec: BiasSpec, data_dir: str | Path |
             v.pairs["ppl_minoritized"], v.pairs["ppl_dominant"] = ppl[:n], ppl[n:]
     pairs = pd.concat([v.pairs.assign(bias_type=v.bias_type, view=v.view, source=v.source) for v in views],
                       ignore_index=True)
-    _, metrics = analyse(pairs, seed=seed, outlier_removal={(v.bias_type, v.view): v.outlier_removal for v in views})
+    _, metrics = lmb_by_view(pairs, seed=seed, outlier_removal={(v.bias_type, v.view): v.outlier_removal for v in views})
     m = metrics[spec.name]
     return {"t": m["t"], "p": m["p"], "n_pairs": m["n_pairs"], "source": m.get("source"),
             "split": "valid" if data_dir else "templates", "perplexity_definition": perplexity_definition(backend)}
 
 
+@applies_environment_policy
 def run_grid(model_path: str | Path, out: str | Path, opts: DebiasOptions, points: list[dict[str, Any]], *,
              progress=None) -> dict[str, Any]:
     """Train every grid point, measure validation LMB, keep the model with the highest p-value.
@@ -661,6 +666,4 @@ def _drop_weights(folder: Path) -> None:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, default=str))

@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError
+from biaslens.environment import applies_environment_policy
+from biaslens.fileio import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +193,7 @@ class StyleEqualityResult:
     description: dict[str, Any] = field(default_factory=dict)
 
 
+@applies_environment_policy
 def tune_style_equality(model: str, generations: str | Path, out: str | Path, *, beta: float | None = None,
                         alpha: float = 0.0,
                         use_tags: bool = True, eval_fraction: float = 0.1, config=None,
@@ -247,7 +250,8 @@ def tune_style_equality(model: str, generations: str | Path, out: str | Path, *,
     }
     result = train_causal_lm(path, train, out, config=cfg, eval_examples=evals or None, description=description)
     # the per-response tags, for inspection next to the model
-    tagged.table.to_parquet(Path(out) / "style_equality_tags.parquet", index=False)
+    with atomic_path(Path(out) / "style_equality_tags.parquet") as tmp:
+        tagged.table.to_parquet(tmp, index=False)
     return StyleEqualityResult(out=Path(out), counts=tagged.counts, n_train=len(train), n_eval=len(evals),
                                generation_tag=NO_BIAS_TAG if use_tags else None, training=result,
                                description=description)

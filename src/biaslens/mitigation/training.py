@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biaslens.fileio import write_atomic
+
 log = logging.getLogger(__name__)
 
 
@@ -281,9 +283,7 @@ def train_causal_lm(
               "steps": result.steps, "train_loss": result.train_loss, "eval_loss": eval_loss,
               "eval_perplexity": result.eval_perplexity, "eval_extra_loss": eval_extra_loss, "resumed_from": result.resumed_from,
               "added_tokens": list(add_special_tokens)}
-    tmp = out / f".biaslens-training.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, out / "biaslens-training.json")
+    write_atomic(out / "biaslens-training.json", json.dumps(record, indent=2))
     for junk in ("training_args.bin",):  # a pickle; nothing of ours loads it
         (out / junk).unlink(missing_ok=True)
     if not keep_checkpoints:

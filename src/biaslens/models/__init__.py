@@ -20,8 +20,8 @@ from biaslens.models.base import (
     TokenScores,
     row_seed,
 )
-from biaslens.models.embedded import EMBEDDED_NAME
+from biaslens.models.embedded import EMBEDDED_NAME, model_folder
 from biaslens.models.registry import MODEL_REGISTRY, LoadOptions, load_model, resolve_backend
 
 __all__ = ["Backend", "EMBEDDED_NAME", "GenerationParams", "GenerationRequest", "LoadOptions", "MODEL_REGISTRY",
-           "ModelError", "ModelInfo", "TokenScores", "load_model", "resolve_backend", "row_seed"]
+           "ModelError", "ModelInfo", "TokenScores", "load_model", "model_folder", "resolve_backend", "row_seed"]

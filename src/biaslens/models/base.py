@@ -245,3 +245,11 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook; pragma: no cover - nothing to free by default
         """Free model memory."""
+
+
+def perplexity_definition(backend: Backend) -> str:
+    """How the backend's phrase perplexities are defined, so runs are only compared like with like:
+    ``start_token`` (a document-start token is prepended, every token scored) or
+    ``no_start_token`` (the authors' exp(loss): no start token, tokens 2..n scored)."""
+    first = backend.info.extra.get("key_score_first_token", True)
+    return "start_token" if first and backend.info.start_token else "no_start_token"

@@ -14,6 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
+from biaslens.fileio import write_atomic
 from biaslens.models.base import ModelError
 from biaslens.paths import cache_dir
 
@@ -60,10 +61,16 @@ def embedded_model_dir() -> Path:
         tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         _convert(gguf, tmp)
-        (tmp / "biaslens-source.json").write_text(json.dumps(stamp))
+        write_atomic(tmp / "biaslens-source.json", json.dumps(stamp))
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
     return target
+
+
+def model_folder(name: str) -> str:
+    """A model name as a folder or Hub id that Hugging Face loaders (and training) accept: the
+    embedded model's converted folder for ``smollm2-135m``, any other name unchanged."""
+    return str(embedded_model_dir()) if name == EMBEDDED_NAME else name
 
 
 def _matches(marker: Path, stamp: dict) -> bool:

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from biaslens.fileio import write_atomic
 from biaslens.paths import cache_dir
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".msgpack", ".h5")
@@ -50,9 +51,7 @@ def weights_fingerprint(name_or_path: str | os.PathLike, config=None) -> str:
     if changed:
         try:
             memo_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = memo_path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(memo))
-            os.replace(tmp, memo_path)
+            write_atomic(memo_path, json.dumps(memo))
         except OSError:
             pass  # a read-only cache only costs a re-hash next time
     return "sha256:" + h.hexdigest()[:32]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from biaslens.environment import applies_environment_policy
 from biaslens.models.base import Backend, ModelError
 
 #: backend name -> "module:function"; the function is called as ``fn(name, **options)``
@@ -139,6 +140,7 @@ def _call_arguments(backend: str, loader: Callable, options: LoadOptions) -> dic
     return {**common, **options.backend_options}
 
 
+@applies_environment_policy
 def load_model(name: str | None = None, *, backend: str = "auto", **options: Any) -> Backend:
     """Load model ``name`` through the backend the registry names.
 

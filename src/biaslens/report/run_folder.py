@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.paths import no_space_error
+from biaslens.fileio import atomic_path, write_atomic
 
 RUN_FORMAT_VERSION = 1
 CSV_MAX_ROWS = 50_000
@@ -77,23 +77,6 @@ def _peak_rss_mb() -> float | None:
     return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KB on Linux
 
 
-@contextlib.contextmanager
-def _atomic(target: Path):
-    """A temporary name next to ``target``, renamed into place at the end. On failure the
-    temporary file is removed, and a full disk becomes one error naming ``target``."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        os.replace(tmp, target)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        full = no_space_error(e, target)
-        if full is not None:
-            raise full from e
-        raise
-
-
 def write_json(path: Path, data: Any) -> None:
     """JSON (NaN written as null), atomically: a reader sees the old file or the new one."""
     write_text(path, json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))
@@ -101,8 +84,7 @@ def write_json(path: Path, data: Any) -> None:
 
 def write_text(path: Path, text: str) -> None:
     """A text file, atomically: written under a temporary name, then renamed into place."""
-    with _atomic(Path(path)) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_atomic(path, text)
 
 
 class _LogFile(logging.FileHandler):
@@ -227,12 +209,12 @@ class RunFolder:
     def write_table(self, name: str, df: pd.DataFrame, *, csv: bool | None = None) -> None:
         """Parquet always; CSV too when the table is small (or asked for)."""
         target = self.path / f"{name}.parquet"
-        with _atomic(target) as tmp:
+        with atomic_path(target) as tmp:
             df.to_parquet(tmp, index=False)
         self._add(target.name)
         if csv or (csv is None and len(df) <= CSV_MAX_ROWS):
             ctarget = self.path / f"{name}.csv"
-            with _atomic(ctarget) as ctmp:
+            with atomic_path(ctarget) as ctmp:
                 df.to_csv(ctmp, index=False)
             self._add(ctarget.name)
 

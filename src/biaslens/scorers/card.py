@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from biaslens.fileio import write_atomic
 from biaslens.scorers.base import ScorerError
 from biaslens.scorers.masking import descriptor_forms, mask_all, mask_identity
 
@@ -210,9 +211,7 @@ def _cached(identity: str, compute: Callable[[], dict]) -> dict:
     card = compute()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(card), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(card))
     except OSError as e:  # a read-only cache costs time, not correctness
         log.warning("scorer card not cached: %s", e)
     return card

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biaslens.fileio import write_atomic
 from biaslens.paths import cache_dir
 from biaslens.scorers.base import ScorerError
 
@@ -46,7 +47,7 @@ def encoder_dir() -> Path:
                 if member.startswith("/") or ".." in Path(member).parts:
                     raise ScorerError(f"{zpath}: unsafe path in archive: {member}")
             zf.extractall(tmp)
-        (tmp / ".biaslens-source").write_text(stamp)
+        write_atomic(tmp / ".biaslens-source", stamp)
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
     return target

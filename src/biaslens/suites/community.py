@@ -355,7 +355,8 @@ class Community(Suite):
 
 def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
     """Per model and score: the largest demographic gap over all dimensions, with its bootstrap
-    interval, and a sentence saying whether the interval excludes 0."""
+    interval (prompts resampled: metrics/community.py), and a sentence saying whether the interval
+    excludes 0. The gap is signed: neither direction is better, 0 is ideal."""
     entries, verdicts = [], []
     for (model, score), g in gaps.groupby(["model", "score"], sort=False):
         g = g[g["gap"].notna()]
@@ -364,7 +365,8 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
         r = g.loc[g["gap"].abs().idxmax()]
         entries.append(MetricEntry(
             name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=r["ci_low"], ci_high=r["ci_high"],
-            interval="95% bootstrap over generations", ideal=0.0,
+            interval="95% percentile bootstrap over prompts", higher_is_better=None, ideal=0.0,
+            n_used=int(r["n_prompts_a"] + r["n_prompts_b"]), n_missing=int(r.get("n_prompts_missing", 0)),
             description=f"{model}: {r['dimension']}: {r['demographic_a']} - {r['demographic_b']} "
                         f"(Holm p = {r['p_holm']:.3g})"))
         excludes = not (r["ci_low"] <= 0 <= r["ci_high"]) if pd.notna(r["ci_low"]) else False

@@ -16,6 +16,9 @@ Built in:
 What the runs did differently (dataset, perplexity definition, decoding, scorer, prompt
 selection; read from each run's ``run.json``) is listed first (:func:`run_differences`);
 a section may refuse a verdict on runs that measured different things.
+
+This module reads and computes; :mod:`biaslens.report.compare` draws the figures and writes
+the page (``metrics.json`` and ``report.html`` are written atomically).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
+from biaslens.report import compare as report
+from biaslens.report.html import Section
 from biaslens.report.run_folder import write_json
 
 
@@ -136,20 +140,12 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
     t = pd.DataFrame(rows)
     ppl = pd.DataFrame(ppl_rows)
     wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
-    figures = [_grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
-    if ppl["perplexity"].notna().any():
-        figures.append(_bars(ppl.dropna(subset=["perplexity"]), "LM perplexity (paper Figure 1b)"))
     metrics = {"t": {bt: {mod: _num(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
                "p": {r["bias_type"]: {} for r in rows},
                "lm_perplexity": {r["model"]: _num(r["perplexity"]) for r in ppl_rows}}
     for r in rows:
         metrics["p"][r["bias_type"]][r["model"]] = _num(r["p"])
-    intro = ("Paired t-test of phrase perplexities per bias type, minoritized group first: t < 0 means the "
-             "stereotype is likelier for the minoritized group; debiasing should move t towards 0 (or above) "
-             "without raising the LM perplexity much.")
-    return [Section("RedditBias: bias and perplexity", intro, tables=[Table("t-value per bias type", t),
-                                                                       Table("LM perplexity", ppl)],
-                    figures=figures)], metrics
+    return [report.redditbias_section(t, ppl, wide)], metrics
 
 
 def downstream_section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
@@ -162,9 +158,7 @@ def downstream_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
     if not rows:
         return [], {}
     df = pd.DataFrame(rows)
-    sections = [Section("Downstream dialog tasks", "Scores on the user's dialog data (paper 3.2, Tables 4 and 5); "
-                        "debiasing should leave them about unchanged.",
-                        tables=[Table(task, g.dropna(axis=1, how="all")) for task, g in df.groupby("task", sort=False)])]
+    sections = [report.downstream_section(df)]
     metrics = {task: {r["model"]: {k: v for k, v in r.items() if k not in ("model", "task") and v == v}
                       for r in g.to_dict("records")} for task, g in df.groupby("task", sort=False)}
     return sections, metrics
@@ -231,12 +225,7 @@ def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], d
         rows.append(row)
         out["models"][e.label] = {"value": row["value"], "ci_low": _num(h.get("ci_low")),
                                   "ci_high": _num(h.get("ci_high")), **verdict}
-    higher = heads[first.label].get("higher_is_better")
-    direction = ("" if higher is None else " Higher is better." if higher else " Lower is better.")
-    text = (f"{suite} has no dedicated comparison, so its headline number (metrics.json's first entry) is compared: "
-            "a change is called only where the two 95% intervals do not overlap (conservative), and not at all "
-            "where the runs measured different things." + direction)
-    return [Section(f"{suite}: headline", text, tables=[Table(f"{suite} headline per model", pd.DataFrame(rows))])], out
+    return [report.headline_section(suite, rows, heads[first.label].get("higher_is_better"))], out
 
 
 def _build(build: Callable, entries: list[Entry], options: CompareOptions):
@@ -321,28 +310,6 @@ def _num(v: Any) -> float | None:
     return f if np.isfinite(f) else None
 
 
-def _grouped_bars(wide: pd.DataFrame, ylabel: str, title: str):
-    n = max(1, wide.shape[1])
-    width = 0.8 / n
-    fig, ax = subplots(figsize=(1.6 * max(1, len(wide)) + 2.5, 3.6))
-    for j, col in enumerate(wide.columns):
-        x = np.arange(len(wide)) + (j - (n - 1) / 2) * width
-        ax.bar(x, np.nan_to_num(wide[col].to_numpy(dtype=float)), width, label=str(col))
-    ax.axhline(0, color="#333", lw=0.8)
-    ax.set_xticks(np.arange(len(wide)), [str(i) for i in wide.index])
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    return figure_from_matplotlib(fig, title)
-
-
-def _bars(df: pd.DataFrame, title: str):
-    fig, ax = subplots(figsize=(1.2 * len(df) + 2.5, 3.2))
-    ax.bar(np.arange(len(df)), df["perplexity"].to_numpy(dtype=float), color="#4c78a8")
-    ax.set_xticks(np.arange(len(df)), df["model"].tolist(), rotation=20, ha="right")
-    ax.set_ylabel("perplexity")
-    return figure_from_matplotlib(fig, title)
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -392,21 +359,10 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
                           f"({', '.join(SECTIONS)})")
     diffs = run_differences(entries)
     metrics["differences"] = diffs
-    sections.insert(0, Section(
-        "What differs between the runs",
-        ("Read from each run's run.json; numbers of runs that differ in these are not comparable as they stand, "
-         "and sections say where they refuse a verdict." if diffs else
-         "The runs agree on dataset version, perplexity definition, decoding, prompt variants, scorer and prompt "
-         "selection (run.json)."),
-        tables=[Table("Differences", pd.DataFrame(diffs))] if diffs else []))
+    sections.insert(0, report.differences_section(diffs))
     out = Path(out) if out is not None else default_compare_out(args)
     out.mkdir(parents=True, exist_ok=True)
     metrics["out"] = str(out)
     write_json(out / "metrics.json", metrics)
-    from biaslens import __version__
-
-    run = {"suite": "compare", "model": ", ".join(e.label for e in entries), "status": "complete", "started": None,
-           "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}
-    (out / "report.html").write_text(render_report(title="Comparison: " + " vs ".join(e.label for e in entries),
-                                                   run=run, sections=sections), encoding="utf-8")
+    report.write_compare_report(out, [e.label for e in entries], sections)
     return metrics

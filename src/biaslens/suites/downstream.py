@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.config import ConfigError
+from biaslens.environment import applies_environment_policy
+from biaslens.fileio import write_atomic
 from biaslens.report.run_folder import write_json
 
 
@@ -101,6 +103,7 @@ def f1_score(gold: list[int], pred: list[int]) -> dict[str, float]:
     return {"precision": prec, "recall": rec, "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0}
 
 
+@applies_environment_policy
 def run_dst(model_path: str | Path, train_file: str | Path, test_file: str | Path, out: str | Path, *,
             epochs: float = 1.0, batch_size: int = 8, lr: float = 5e-5, max_steps: int = -1, max_length: int = 128,
             seed: int = 0) -> dict[str, Any]:
@@ -225,6 +228,7 @@ def generation_metrics(hyps: list[str], refs: list[list[str]]) -> tuple[dict[str
     return scores, skipped
 
 
+@applies_environment_policy
 def run_generation(model_path: str | Path, train_file: str | Path, test_file: str | Path, out: str | Path, *,
                    epochs: float = 1.0, batch_size: int = 8, lr: float = 5e-5, max_steps: int = -1,
                    max_new_tokens: int = 30, seed: int = 0) -> dict[str, Any]:
@@ -257,9 +261,8 @@ def run_generation(model_path: str | Path, train_file: str | Path, test_file: st
             hyps.append(tok.decode(gen[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip())
     scores, skipped = generation_metrics(hyps, list(refs.values()))
     (out / "responses.jsonl").parent.mkdir(parents=True, exist_ok=True)
-    with open(out / "responses.jsonl", "w", encoding="utf-8") as f:
-        for (ctx, rs), hyp in zip(refs.items(), hyps):
-            f.write(json.dumps({"context": ctx, "response": hyp, "references": rs}) + "\n")
+    write_atomic(out / "responses.jsonl", "".join(json.dumps({"context": ctx, "response": hyp, "references": rs}) + "\n"
+                                                  for (ctx, rs), hyp in zip(refs.items(), hyps)))
     return _write(out, "generation", model_path, scores, {"train_file": str(train_file), "test_file": str(test_file),
                                                           "n_train": len(train), "n_test_contexts": len(refs),
                                                           "steps": result.steps, "skipped": skipped})

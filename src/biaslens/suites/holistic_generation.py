@@ -263,7 +263,7 @@ class HolisticGeneration(Suite):
         entries = [MetricEntry(
             name="full_gen_bias_x1000", value=metrics["full_gen_bias_x1000"], ci_low=ci[0], ci_high=ci[1],
             interval=_interval_text(metrics.get("full_gen_bias_ci_method")), higher_is_better=False, ideal=0.0,
-            n_used=metrics.get("n_responses"),
+            n_used=metrics.get("n_responses"), n_missing=0,  # every response is classified: one style row per response (checked above)
             description="Full Gen Bias x1000 (variance of the descriptors' mean style vectors, summed over styles); "
                         f"permuted-label noise floor {_num(floor, 'fgb_permuted_mean')}, "
                         f"permutation p = {_num(floor, 'p_value')}")]

@@ -156,10 +156,11 @@ class HolisticLikelihood(Suite):
                                description="share of descriptor pairs whose sentences differ significantly "
                                            "(Mann-Whitney U, p < alpha), the paper's Likelihood Bias"),
                    MetricEntry(name="likelihood_bias_bh", value=metrics["likelihood_bias_bh"], higher_is_better=False,
-                               ideal=0.0, n_used=metrics["n_pairs"], description="Benjamini-Hochberg corrected"),
+                               ideal=0.0, n_used=metrics["n_pairs"], n_missing=metrics["n_missing"],
+                               description="Benjamini-Hochberg corrected"),
                    MetricEntry(name="likelihood_bias_holm", value=metrics["likelihood_bias_holm"],
                                higher_is_better=False, ideal=0.0, n_used=metrics["n_pairs"],
-                               description="Holm corrected")]
+                               n_missing=metrics["n_missing"], description="Holm corrected")]
         return SuiteResult(metrics=metrics, entries=entries, tables=analysis_tables(analysis, token_counts),
                            analysis=analysis, verdict=verdict(metrics), warnings=metrics["warnings"])
 

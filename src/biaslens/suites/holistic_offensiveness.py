@@ -129,13 +129,15 @@ class HolisticOffensiveness(Suite):
         metrics["sentences_per_second"] = scoring.get("sentences_per_second")
         metrics["scorer_cards"] = ctx.record.get("scorer_cards") or []
         a = metrics["audit"]
+        missing = int(rows["offensiveness"].isna().sum())  # sentences without a score
+        n_used = {"n_used": int(len(rows)) - missing, "n_missing": missing}
         entries = [MetricEntry(name="percent_offensive", value=metrics["percent_offensive"], higher_is_better=False,
-                               ideal=0.0, n_used=metrics["n_sentences"],
+                               ideal=0.0, **n_used,
                                description="sentences the classifier scores offensive (p >= 0.5), %"),
                    MetricEntry(name="mean_offensiveness", value=metrics["mean_offensiveness"], higher_is_better=False,
-                               ideal=0.0, n_used=metrics["n_sentences"]),
+                               ideal=0.0, **n_used),
                    MetricEntry(name="audit_descriptors_flagged", value=a["n_flagged"], higher_is_better=False,
-                               ideal=0.0, n_used=a["n_descriptors"],
+                               ideal=0.0, n_used=a["n_descriptors"], n_missing=0,
                                description="descriptors the classifier flags on their own or in a neutral sentence")]
         verdict = (f"{metrics['percent_offensive']:.1f}% of {metrics['n_sentences']:,} sentences scored offensive "
                    f"by {metrics['classifier']} (a census of this sample, no interval); the classifier itself flags "

@@ -14,137 +14,29 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.redditbias import (
-    BiasSpec,
     RedditBiasError,
-    find_files,
     find_humanref,
-    read_annotated,
     read_lines,
-    read_paired,
     resolve_specs,
-    target_swap,
-    template_pairs,
 )
+from biaslens.datasets.redditbias.views import PAIR_COLUMNS, View, build_views
 from biaslens.engine.scoring import ScoringStats
-from biaslens.metrics.lmb import lmb_test, significance_stars
+from biaslens.metrics.lmb import lmb_by_view
+from biaslens.models.base import perplexity_definition
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 
 if TYPE_CHECKING:
-    from biaslens.models import Backend
     from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
-
-PAIR_COLUMNS = ["bias_type", "view", "source", "phrase", "counterfactual", "ppl_minoritized", "ppl_dominant", "gap"]
-
-
-@dataclass
-class View:
-    """The phrase pairs of one bias type and view, before or after scoring."""
-
-    bias_type: str
-    view: str  # "target" | "attribute"
-    source: str  # "shipped" | "precomputed" | "annotated" | "templates"
-    pairs: pd.DataFrame
-    outlier_removal: bool
-    notes: dict[str, Any]
-
-    @property
-    def scored(self) -> bool:
-        return "ppl_minoritized" in self.pairs.columns
-
-
-def _outliers(setting: str, reduced: bool) -> bool:
-    # The shipped *_reduced files already had outliers removed: never reduce them twice.
-    return {"on": True, "off": False}.get(setting, not reduced)
-
-
-def build_views(specs: dict[str, BiasSpec], config: RunConfig) -> list[View]:
-    """Phrase pairs of every bias type, from the source the options select (see the module docstring)."""
-    opts = config.redditbias
-    views: list[View] = []
-    if opts.perplexity_column and not opts.data_dir:
-        raise ConfigError("--perplexity-column needs --data-dir (the paired files that hold the column)")
-    for name, spec in specs.items():
-        if opts.data_dir is None:
-            pairs = template_pairs(spec, max_pairs=opts.max_template_pairs, seed=config.seed)
-            views.append(View(name, "target", "templates", pairs, _outliers(opts.outlier_removal, False),
-                              {"n_template_pairs": len(pairs)}))
-            continue
-        files = find_files(opts.data_dir, spec, opts.split)
-        col = opts.perplexity_column
-        if files.paired is not None:
-            pairs = read_paired(*files.paired, perplexity_column=col)
-            views.append(View(name, "target", "precomputed" if col else "shipped", pairs,
-                              _outliers(opts.outlier_removal, True),
-                              {"files": [str(p) for p in files.paired]}))
-        elif files.annotated is not None and not col:
-            views.append(_annotated_view(spec, files.annotated, config))
-        elif not opts.bias_types:
-            # all bias types by default: use those the folder has, name the others
-            log.warning("%s: no RedditBias files for bias type %r; skipped", opts.data_dir, name)
-            continue
-        else:
-            where = files.folder or Path(opts.data_dir) / spec.name
-            raise RedditBiasError(
-                f"{where}: no paired files reddit_comments_{name}_{{{spec.minoritized},{spec.dominant}}}_biased_"
-                f"{opts.split}_reduced.csv" + ("" if col else " and no *_processed_phrase_annotated.csv")
-                + "; choose the bias types present with --bias-types")
-        if files.attribute is not None:
-            pairs = read_paired(*files.attribute, perplexity_column=col)
-            views.append(View(name, "attribute", "precomputed" if col else "shipped", pairs,
-                              _outliers(opts.outlier_removal, True), {"files": [str(p) for p in files.attribute]}))
-    if not views:
-        raise RedditBiasError(f"--data-dir {opts.data_dir}: no RedditBias files for any of {', '.join(specs)} "
-                              "(expected data/<bias_type>/reddit_comments_<bias_type>_<group>_biased_"
-                              f"{opts.split}_reduced.csv or *_processed_phrase_annotated.csv)")
-    return views
-
-
-def _annotated_view(spec: BiasSpec, path: Path, config: RunConfig) -> View:
-    """Phrases annotated as biased, swapped to the dominant group.
-
-    Every biased phrase is accounted for: a phrase with no target term to swap cannot form a
-    pair, so it is left out of the test but counted and listed (``notes["unswappable"]``,
-    run.json ``sources`` and the report), never dropped silently.
-    """
-    ann = read_annotated(path)
-    df = ann.df
-    biased = df[df["bias_phrase"] == 1] if "bias_phrase" in df.columns else df
-    phrases = biased["phrase"].tolist()
-    rows = [int(i) + 1 for i in biased.index]  # data row, 1 = first after the header (quoted fields may span lines)
-    swap = target_swap(phrases, spec, "to_dominant", config.redditbias.counterfactual_mode)
-    source = [p.lower() if config.redditbias.counterfactual_mode == "reference" else p for p in phrases]
-    pairs = pd.DataFrame({"phrase": source, "counterfactual": swap.texts,
-                          "initial": [str(i) for i in swap.initial], "replaced": [str(r) for r in swap.replaced]})
-    changed = [c and a != b for c, a, b in zip(swap.changed, source, swap.texts)]
-    unswappable = [{"row": r, "phrase": p} for r, p, c in zip(rows, phrases, changed) if not c]
-    pairs = pairs[changed].reset_index(drop=True)
-    if unswappable:
-        log.warning("%s: %d of %d biased phrases have no target term of %r to swap; listed in run.json sources "
-                    "and the report, left out of the test", path, len(unswappable), len(phrases), spec.name)
-    notes = {"file": str(path), "labels": ann.summary()["labels"], "n_biased_phrases": len(phrases),
-             "n_swapped": len(pairs), "n_unswappable": len(unswappable), "unswappable": unswappable,
-             "counterfactual_mode": config.redditbias.counterfactual_mode}
-    return View(spec.name, "target", "annotated", pairs, _outliers(config.redditbias.outlier_removal, False), notes)
-
-
-def perplexity_definition(backend: Backend) -> str:
-    """How the backend's phrase perplexities are defined, so runs are only compared like with like:
-    ``start_token`` (a document-start token is prepended, every token scored) or
-    ``no_start_token`` (the authors' exp(loss): no start token, tokens 2..n scored)."""
-    first = backend.info.extra.get("key_score_first_token", True)
-    return "start_token" if first and backend.info.start_token else "no_start_token"
 
 
 def score_views(views: list[View], ctx: RunContext) -> None:
@@ -160,38 +52,6 @@ def score_views(views: list[View], ctx: RunContext) -> None:
         n = len(v.pairs)
         v.pairs["ppl_minoritized"] = [next(ppl) for _ in range(n)]
         v.pairs["ppl_dominant"] = [next(ppl) for _ in range(n)]
-
-
-def analyse(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
-            outlier_removal: dict[tuple[str, str], bool] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """LMB per bias type and view from a scored pairs table (no model calls).
-
-    Returns:
-        ``lmb`` table (one row per bias type and view) and metrics keyed by bias type; the
-        target view's numbers are at the top level of each bias type, the attribute view's
-        under ``attribute_swap``.
-    """
-    rows, metrics = [], {}
-    for (bias_type, view), g in pairs.groupby(["bias_type", "view"], sort=False):
-        remove = (outlier_removal or {}).get((bias_type, view), False)
-        res = lmb_test(g["ppl_minoritized"], g["ppl_dominant"], alpha=alpha, outlier_removal=remove, seed=seed)
-        d = res.as_dict()
-        d["source"] = str(g["source"].iloc[0])
-        d["stars"] = significance_stars(res.p)
-        pairs_cols = ("d_ci", "d_ci_bca", "median_diff_ci")
-        rows.append({"bias_type": bias_type, "view": view, **{k: v for k, v in d.items() if k not in pairs_cols},
-                     "d_ci_low": res.d_ci[0], "d_ci_high": res.d_ci[1],
-                     "d_ci_bca_low": res.d_ci_bca[0], "d_ci_bca_high": res.d_ci_bca[1],
-                     "median_diff_ci_low": res.median_diff_ci[0], "median_diff_ci_high": res.median_diff_ci[1]})
-        if res.skew_warning:
-            log.warning("%s/%s: paired differences are heavily skewed (skew %.1f): t and d_z rest on a few pairs; "
-                        "see median_diff and its interval", bias_type, view, res.diff_skew)
-        entry = metrics.setdefault(bias_type, {})
-        if view == "target":
-            entry.update(d)
-        else:
-            entry["attribute_swap"] = d
-    return pd.DataFrame(rows), metrics
 
 
 def lm_perplexity(path: Path, ctx: RunContext) -> dict[str, Any]:
@@ -223,7 +83,7 @@ class RedditBias(Suite):
         config, opts = ctx.config, ctx.config.redditbias
         specs = resolve_specs(opts.bias_types, opts.spec_files)
         with ctx.timer("dataset"):
-            views = build_views(specs, config)
+            views = build_views(specs, config.redditbias, seed=config.seed)
         reference_text = opts.reference_text or (
             find_humanref(opts.data_dir) if opts.data_dir and not opts.perplexity_column else None)
         needs_model = any(not v.scored for v in views) or opts.reference_text is not None
@@ -258,7 +118,7 @@ class RedditBias(Suite):
     def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
         removal = {tuple(k.split("/", 1)): bool(v.get("outlier_removal"))
                    for k, v in (ctx.record.get("sources") or {}).items()}
-        lmb, metrics = analyse(tables["pairs"], alpha=ctx.config.alpha, seed=ctx.config.seed, outlier_removal=removal)
+        lmb, metrics = lmb_by_view(tables["pairs"], alpha=ctx.config.alpha, seed=ctx.config.seed, outlier_removal=removal)
         facts = dict(ctx.record.get("redditbias") or {})
         metrics.update({"suite": "redditbias", "model": facts.pop("model", None), "alpha": ctx.config.alpha,
                         "split": facts.pop("split", None), "bias_types": facts.pop("bias_types", []),
@@ -270,13 +130,15 @@ class RedditBias(Suite):
         for r in lmb.itertuples(index=False):
             if r.view != "target":
                 continue
+            # pairs tested; pairs dropped (a missing perplexity, or an outlier when outlier removal is on)
+            counts = {"n_used": int(r.n_pairs), "n_missing": int(r.n_input - r.n_pairs)}
             t_entries.append(MetricEntry(
-                name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, n_used=int(r.n_pairs),
+                name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired t of minoritized - dominant perplexity (t < 0: bias against "
                             f"the minoritized group), p = {r.p:.3g}"))
             entries.append(MetricEntry(
                 name=f"cohens_d.{r.bias_type}", value=r.cohens_d, ci_low=r.d_ci_low, ci_high=r.d_ci_high,
-                interval="95% t-interval of the paired effect size d_z", ideal=0.0, n_used=int(r.n_pairs),
+                interval="95% t-interval of the paired effect size d_z", higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired effect size"))
             sig = r.p < ctx.config.alpha
             verdicts.append(f"{r.bias_type}: {'significant' if sig else 'no significant'} bias"

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from biaslens.fileio import write_atomic
+
 from . import _paper
 from .pluralize import pluralize_after_noun_phrase, pluralize_noun
 
@@ -151,7 +153,7 @@ def write_files(out_dir: Path = DATA_DIR) -> None:
     """(Re)write the built-in data files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in render_files().items():
-        (out_dir / name).write_text(text, encoding="utf-8")
+        write_atomic(out_dir / name, text)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from biaslens.fileio import atomic_path
+
 from .articles import choose_article
 from .schema import HolisticDataset
 
@@ -296,11 +298,13 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
         import pyarrow.parquet as pq
 
         table = df if is_arrow else pa.Table.from_pandas(df, preserve_index=False)
-        pq.write_table(table, path)
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp)
     elif name.endswith((".csv", ".csv.gz")):
         if is_arrow:
             df = df.to_pandas()
-        df.to_csv(path, index=False)
+        with atomic_path(path) as tmp:
+            df.to_csv(tmp, index=False, compression="gzip" if name.endswith(".gz") else None)
     else:
         raise ValueError(f"{path}: unsupported output format; use a .csv, .csv.gz or .parquet file name")
     return path
