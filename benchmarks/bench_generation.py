@@ -1,5 +1,6 @@
 """Generated tokens/s of biaslens's in-process generate path on the embedded model, side by
-side in one run with: the path as it was before #16 (batch 32, full-vocabulary sampler),
+side in one run with: the path as it was before #16 (HF generate, batch 32, full-vocabulary
+sampler), HF generate with the #16 sampler at batch 128 (before biaslens's own decoding loop),
 the optional ``bf16-fast`` mode (with how many greedy texts it changes),
 plain ``model.generate`` at several batch sizes, the fp32 GEMM ceiling at the model's
 shapes, and (optionally) llama.cpp serving the GGUF file the embedded model comes from.
@@ -109,20 +110,29 @@ def main() -> None:
                                      "generated_tokens_per_second": round(stats.tokens_computed / s, 1)}
 
     results: dict = {}
-    # before #16: batch 32 and the full-vocabulary sampler, restored here for the side-by-side figure
+    # before #16: HF generate, batch 32 and the full-vocabulary sampler, restored here for the side-by-side figure
     new_sampler = generation.PerRowSampler
     generation.PerRowSampler = FullVocabularySampler
+    backend.own_decoder = False
     try:
         _, results["before_greedy_batch32"] = ours(greedy, 32)
         _, results["before_sampled_batch32"] = ours(sampled, 32)
     finally:
         generation.PerRowSampler = new_sampler
+    # HF generate with the #16 sampler, n-gram block and batch 128 (the path before biaslens's own loop)
+    hf_greedy_texts, results["hf_generate_greedy"] = ours(greedy, backend.generate_batch_size)
+    _, results["hf_generate_sampled"] = ours(sampled, backend.generate_batch_size)
+    backend.own_decoder = True
     greedy_texts, results["biaslens_greedy"] = ours(greedy, backend.generate_batch_size)
     _, results["biaslens_sampled"] = ours(sampled, backend.generate_batch_size)
+    results["biaslens_greedy"]["identical_texts_to_hf_generate"] = (
+        f"{sum(a == b for a, b in zip(greedy_texts, hf_greedy_texts))}/{len(prompts)}")
     for key in ("greedy", "sampled"):
+        now = results[f"biaslens_{key}"]["generated_tokens_per_second"]
         results[f"biaslens_{key}"]["speedup_vs_before"] = round(
-            results[f"biaslens_{key}"]["generated_tokens_per_second"]
-            / results[f"before_{key}_batch32"]["generated_tokens_per_second"], 2)
+            now / results[f"before_{key}_batch32"]["generated_tokens_per_second"], 2)
+        results[f"biaslens_{key}"]["speedup_vs_hf_generate"] = round(
+            now / results[f"hf_generate_{key}"]["generated_tokens_per_second"], 2)
 
     # the optional fast numeric mode (bf16 matmuls through oneDNN, fp32 output head), where the CPU has bf16
     from biaslens.models.hf import cpu_has_bf16
