@@ -36,6 +36,51 @@ def test_a_missing_model_folder_says_so_plainly(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_path_under_an_existing_folder_is_a_missing_folder_not_a_hub_id(tmp_path, monkeypatch):
+    """`--model models/nope` next to a models/ folder: plainly no such folder, not the offline-Hub
+    message (which would send the user looking for a download switch)."""
+    from biaslens.models.base import ModelError
+    from biaslens.models.tokenized import check_model_location
+
+    (tmp_path / "models").mkdir()
+    line = _error(_cli("run", "--model", "models/nope", cwd=tmp_path))
+    assert line.endswith("cannot load model 'models/nope': no such folder"), line
+    assert "BIASLENS_ONLINE" not in line and not (tmp_path / "runs").exists()
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BIASLENS_ONLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("models/nope", "models/nope/", "nope/", "models\\nope", "a/b/c"):
+        with pytest.raises(ModelError, match="no such folder$"):
+            check_model_location(name)
+    # "owner/name" with no such local folder is still read as a Hub id: the offline message
+    with pytest.raises(ModelError, match="biaslens is offline"):
+        check_model_location("someone/nope")
+    check_model_location("models")  # an existing folder passes
+
+
+def _cuda_message(version: str) -> str:
+    from types import SimpleNamespace
+
+    from biaslens.models.base import ModelError
+    from biaslens.models.hf import check_device
+
+    torch = SimpleNamespace(__version__=version, version=SimpleNamespace(cuda=None),
+                            cuda=SimpleNamespace(is_available=lambda: False))
+    with pytest.raises(ModelError) as err:
+        check_device(torch, "cuda")
+    return str(err.value)
+
+
+def test_the_cuda_message_names_the_build_and_the_pip_command():
+    line = _cuda_message("2.5.1+cpu")
+    assert "this torch build (2.5.1+cpu) has no CUDA support" in line
+    assert "a CUDA build of the same version is needed" in line and "pip install torch==2.5.1 " in line
+    assert "GPU driver" in line and "--device cpu" in line
+    assert "http" not in line and "download" not in line and ".org" not in line  # no download host named
+    assert "pip install torch==2.4.0 " in _cuda_message("2.4.0")
+
+
 def test_cuda_on_a_cpu_only_torch_says_what_to_install(tmp_path):
     import torch
 
@@ -43,6 +88,7 @@ def test_cuda_on_a_cpu_only_torch_says_what_to_install(tmp_path):
         pytest.skip("this torch build has CUDA")
     line = _error(_cli("run", "--device", "cuda", "--sample", "50", cwd=tmp_path))
     assert "this torch build" in line and "no CUDA support" in line and "--device cpu" in line
+    assert f"pip install torch=={torch.__version__.split('+')[0]} " in line
     assert not (tmp_path / "runs").exists()
 
 
@@ -69,6 +115,48 @@ def test_run_help_reads_at_80_columns(tmp_path):
     assert "--no-identity-masking" in words and "median perplexity error 0.5%" in words
 
 
+def _command_paths() -> list[list[str]]:
+    import typer.main
+
+    from biaslens.cli.app import app
+
+    paths: list[list[str]] = []
+
+    def walk(cmd, path):
+        paths.append(path)
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return paths
+
+
+def test_every_help_reads_at_80_columns():
+    """Every command and subcommand: no line over 80 columns, none cut with "…" or "...", no
+    <bool> argument on an on/off flag, no <list[...]> type on a repeatable option or argument."""
+    from typer.testing import CliRunner
+
+    from biaslens.cli.app import app
+
+    paths = _command_paths()
+    assert ["run"] in paths and ["debias", "cda"] in paths and ["cache", "clear"] in paths and len(paths) > 20
+    for path in paths:
+        res = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+        name = " ".join(["biaslens", *path])
+        assert res.exit_code == 0, f"{name}: {res.output}"
+        lines = res.output.splitlines()
+        assert max(len(line) for line in lines) <= 80, f"{name}: a line over 80 columns"
+        cut = [ln for ln in lines if "…" in ln or (ln.rstrip().endswith("...") and not ln.startswith("Usage:"))]
+        assert not cut, f"{name}: lines cut short: {cut}"
+        assert "<bool>" not in res.output and "list[" not in res.output, f"{name}:\n{res.output}"
+    # the command lists show each command's first sentence in full
+    res = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    words = " ".join(res.output.split())
+    assert "Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)." in words
+    res = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert "--extra-dataset-file <file>" in res.output and "--persona <line>" in res.output
+
+
 def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     import html
     import re
@@ -81,7 +169,7 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     assert headline < page.index("<h2>") and html.escape(res.metrics["verdict"], quote=False) in page
     # love / hate: short template names, no template column that the run did not sample
     section = page[page.index("<h2>I love / I hate</h2>"):]
-    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1)
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1).replace("<wbr>", "")
     assert "{plural_noun_phrase}" not in header and "I love" in header
     lh = res.love_hate
     for template in [c for c in lh.columns if "{" in c and lh[c].isna().all()]:
