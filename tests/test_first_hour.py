@@ -2,6 +2,7 @@
 and the fix, an input mistake leaves no run folder, `--help` reads at 80 columns."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -159,7 +160,6 @@ def test_every_help_reads_at_80_columns():
 
 def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     import html
-    import re
 
     import biaslens
 
@@ -201,8 +201,26 @@ def test_without_a_terminal_lines_are_not_wrapped_mid_phrase(tmp_path):
     res = _cli("run", "--model", "fake", "--sample", "600", "--out", str(tmp_path / "run"),
                "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    start = next(ln for ln in res.stderr.splitlines() if ln.startswith("holistic-likelihood:"))
+    lines = res.stderr.splitlines()
+    start = next(ln for ln in lines if ln.startswith("holistic-likelihood:"))
     assert start.rstrip().endswith(")") and "13 axes" in start, start
+    # progress and summary: each message is one line, however long (COLUMNS=80 is set), so every
+    # line that is not a row of the summary table starts a message; a wrapped tail would not
+    starts = ("note:", "holistic-likelihood:", "scoring sentences:", "Likelihood Bias (", "k: descriptors",
+              "warning:", "report:")
+    table = "┏┃┡│└"
+    stray = [ln for ln in lines if ln.strip() and not ln.startswith(starts) and ln[0] not in table]
+    assert not stray, f"lines wrapped mid-phrase:\n{res.stderr}"
+    progress = [ln for ln in lines if ln.startswith("scoring sentences:")]
+    assert progress and all(re.fullmatch(r"scoring sentences: \d+/\d+ \(.*left\)", ln.rstrip()) for ln in progress)
+    footer = next(ln for ln in lines if ln.startswith("k: descriptors"))
+    assert footer.rstrip().endswith("(see warnings)"), footer
+    warning = next(ln for ln in lines if ln.startswith("warning:"))
+    assert len(warning) > 80 and "intervals are unreliable" in warning and warning.rstrip().endswith("--full."), warning
+    assert next(ln for ln in lines if ln.startswith("report:")).rstrip().endswith("report.html")
+    # the table's rows stay whole too: each has its closing border
+    rows = [ln for ln in lines if ln[:1] == "│"]
+    assert len(rows) >= 14 and all(ln.rstrip().endswith("│") for ln in rows)
 
 
 def test_the_readme_compare_example_works_for_any_suite(tmp_path):

@@ -19,6 +19,7 @@ from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
 from biaslens.environment import default_console
 
+
 class _ReadableHelp(TyperGroup):
     """The top command group. Built with every command and subcommand under it, it makes their
     ``--help`` read at 80 columns: a command list shows each command's first sentence in full
