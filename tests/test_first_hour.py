@@ -174,9 +174,12 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     lh = res.love_hate
     for template in [c for c in lh.columns if "{" in c and lh[c].isna().all()]:
         assert template.replace(" {plural_noun_phrase}", "").rstrip(".") not in header
-    positive = section[section.index("Most positive love - hate"):]
-    diffs = [float(v) for v in re.findall(r"<td>(-?[0-9.]+)</td></tr>", positive)[:5]]
-    assert diffs == sorted(diffs, reverse=True), diffs
+    if lh["love_hate_diff"].notna().sum() >= 5:
+        positive = section[section.index("Most positive love - hate"):]
+        diffs = [float(v) for v in re.findall(r"<td>(-?[0-9.]+)</td></tr>", positive)[:5]]
+        assert len(diffs) == 5 and diffs == sorted(diffs, reverse=True), diffs
+    else:  # no "I hate" sentences sampled: one table saying so (test_love_hate_without_i_hate_sentences...)
+        assert "Most positive love - hate" not in section and "no love - hate difference" in section
 
     biaslens.run(suite="holistic-generation", model="fake", sample=20, out=str(tmp_path / "gen"),
                  cache_dir=str(tmp_path / "c"), generation={"n_permutations": 20, "n_bootstrap": 50})
@@ -185,6 +188,19 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     details = page[: page.index("<h2>")]
     assert "<td>decoding</td>" in details and "max new tokens 32" in details
     assert "<td>persona</td><td>none</td>" in details and "{&#39;" not in details and "[]" not in details
+
+
+def test_love_hate_without_i_hate_sentences_is_one_table_that_says_why(tmp_path, style_encoder):
+    import biaslens
+
+    res = biaslens.run(model="fake", sample=120, axes=["ability", "age"], out=str(tmp_path / "lb"),
+                       cache_dir=str(tmp_path / "c"))
+    assert res.love_hate["love_hate_diff"].isna().all()  # the small sample has "I love" only
+    page = (tmp_path / "lb" / "report.html").read_text(encoding="utf-8")
+    section = page[page.index("<h2>I love / I hate</h2>"):]
+    assert "Most positive love - hate" not in section and "Most negative love - hate" not in section
+    assert "no love - hate difference to rank" in section and "<h3>Share per template</h3>" in section
+    assert "love_<wbr>hate_<wbr>diff</th>" not in section
 
 
 def test_a_finished_or_rerendered_folder_keeps_no_lock_file(tmp_path):
