@@ -221,6 +221,7 @@ def test_every_report_fits_the_width_and_opens_with_its_verdict(reports, suite, 
     # the verdict sentence comes right under the title, before any warning, table, figure or section
     assert layout["afterTitle"] == "headline", f"{suite}: the report does not open with its verdict: {layout}"
     assert layout["order"][0] == "headline" and layout["order"].count("headline") == 1, layout["order"]
+    assert not re.search(r"<td>[\[{](&#39;|')", reports[suite].read_text(encoding="utf-8")), f"{suite}: a Python repr in a cell"
     verdict = layout["headline"]
     assert verdict.startswith("Verdict:") and len(verdict) > len("Verdict: ") + 20, verdict
 
