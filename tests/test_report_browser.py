@@ -4,6 +4,8 @@
   ``--generations``) shows literally in the report and nothing runs.
 - Every suite's report (fake backend, small sizes): no console errors, every ``<img>`` is an
   inline PNG, every ``<table>`` has rows, and a screenshot renders (saved under tmp_path).
+- Layout (issue 17): at 1280 px wide no page scrolls sideways and every table fits its box;
+  each report opens with its one-sentence verdict, right under the title, before any section.
 
 Skips with a reason when ``chromium`` is not installed (``.ci/run`` installs Debian's).
 """
@@ -54,6 +56,42 @@ def screenshot(report: Path, tmp: Path) -> Path:
     assert res.returncode == 0 and png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", res.stderr[-2000:]
     assert png.stat().st_size > 10_000, "screenshot looks blank"
     return png
+
+
+# Measures the laid-out page: whether it (or any table, inside its scroll box) is wider than the
+# window, and what comes first after the title. Put in a copy of the report without its CSP
+# (which rightly forbids scripts); the result lands in an attribute read from --dump-dom.
+LAYOUT_PROBE = """<script>
+window.addEventListener('load', () => {
+  const doc = document.documentElement;
+  const wide = [...document.querySelectorAll('table')]
+    .filter(t => t.scrollWidth > t.parentElement.clientWidth + 1 || t.getBoundingClientRect().right > doc.clientWidth + 1)
+    .map(t => (t.closest('section')?.querySelector('h2')?.textContent || 'top') + ' / '
+         + (t.parentElement.previousElementSibling?.textContent || '').trim().slice(0, 60)
+         + ' (' + t.scrollWidth + ' px in ' + t.parentElement.clientWidth + ')');
+  const order = [...document.querySelectorAll('.headline, h2, table, figure, .warning')]
+    .map(e => e.classList.contains('headline') ? 'headline' : e.tagName.toLowerCase());
+  const first = document.querySelector('h1').nextElementSibling;
+  document.body.setAttribute('data-layout', JSON.stringify({
+    scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, wide: wide, order: order,
+    afterTitle: first ? (first.className || first.tagName) : null,
+    headline: document.querySelector('.headline')?.textContent || null}));
+});
+</script>"""
+
+
+def measure_layout(report: Path, tmp: Path, width: int = 1280) -> dict:
+    page = report.read_text(encoding="utf-8")
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    probe = tmp / f"{report.parent.name}-layout.html"
+    probe.write_text(page.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    res = chromium([f"--window-size={width},2400", "--hide-scrollbars", "--virtual-time-budget=3000", "--dump-dom",
+                    probe.as_uri()], tmp)
+    found = re.search(r'data-layout="([^"]*)"', res.stdout)
+    assert res.returncode == 0 and found, res.stderr[-2000:]
+    import html
+
+    return json.loads(html.unescape(found.group(1)))
 
 
 class _Structure(HTMLParser):
@@ -172,6 +210,20 @@ def test_every_report_renders_in_chromium(reports, suite, tmp_path):
     assert s.imgs or suite == "holistic-offensiveness", f"{suite}: no plot in the report"
     if suite != "holistic-generation":  # its screenshot is taken by the security test
         screenshot(report, tmp_path)
+
+
+@pytest.mark.parametrize("suite", ["holistic-likelihood", "holistic-generation", "holistic-offensiveness", "redditbias",
+                                   "community", "fairpair"])
+def test_every_report_fits_the_width_and_opens_with_its_verdict(reports, suite, tmp_path):
+    layout = measure_layout(reports[suite], tmp_path)
+    assert layout["scrollWidth"] <= layout["clientWidth"], f"{suite}: the page scrolls sideways at 1280 px: {layout}"
+    assert not layout["wide"], f"{suite}: tables wider than their box (sideways scrolling): {layout['wide']}"
+    # the verdict sentence comes right under the title, before any warning, table, figure or section
+    assert layout["afterTitle"] == "headline", f"{suite}: the report does not open with its verdict: {layout}"
+    assert layout["order"][0] == "headline" and layout["order"].count("headline") == 1, layout["order"]
+    assert not re.search(r"<td>[\[{](&#39;|')", reports[suite].read_text(encoding="utf-8")), f"{suite}: a Python repr in a cell"
+    verdict = layout["headline"]
+    assert verdict.startswith("Verdict:") and len(verdict) > len("Verdict: ") + 20, verdict
 
 
 def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):

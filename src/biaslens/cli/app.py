@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from biaslens.cli.check_backend import check_backend_command
 from biaslens.cli.compare import compare as compare_command
@@ -18,7 +19,41 @@ from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
 from biaslens.environment import default_console
 
-app = typer.Typer(rich_markup_mode=None,
+
+class _ReadableHelp(TyperGroup):
+    """The top command group. Built with every command and subcommand under it, it makes their
+    ``--help`` read at 80 columns: a command list shows each command's first sentence in full
+    (wrapped, not cut at "..."), and repeatable options show their element's metavar (``<path>``)
+    and repeatable arguments none, instead of ``<list[Path]>``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _readable_help(self)
+
+
+def _first_sentence(text: str) -> str:
+    first = " ".join(text.strip().split("\n\n")[0].split())
+    end = first.find(". ")
+    return first if end < 0 else first[: end + 1]
+
+
+def _readable_help(group) -> None:
+    for cmd in (getattr(group, "commands", None) or {}).values():
+        if not cmd.short_help and cmd.help:
+            cmd.short_help = _first_sentence(cmd.help)
+        for param in cmd.params:
+            desc = getattr(param, "type_descriptor", None)
+            if desc is None or not desc.is_list:
+                continue
+            if param.param_type_name == "option" and param.metavar is None:
+                element = param.bare_type().removeprefix("list[").removesuffix("]")
+                param.metavar = f"<{element.lower()}>"  # the style of the other options: <path>, <text>
+            elif param.param_type_name == "argument":
+                param.display_type_rich = lambda ctx: None  # "runs..." says it repeats; no "<list[str]>"
+        _readable_help(cmd)
+
+
+app = typer.Typer(rich_markup_mode=None, cls=_ReadableHelp,
     name="biaslens",
     help="Measure social bias in language models: HolisticBias, RedditBias, community bias, FairPair.\n\n"
          "With no arguments, `biaslens run` scores a stratified sample of HolisticBias on the embedded "
@@ -113,7 +148,7 @@ def run(
     templates: Optional[str] = typer.Option(None, help="Templates separated by '|', e.g. 'I love {plural_noun_phrase}.'"),
     seed: Optional[int] = typer.Option(None, help="Seed for sampling [default 0]."),
     dataset_dir: Optional[Path] = typer.Option(None, help="HolisticBias folder in the official format (default: built-in v1.0)."),
-    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", help="Your own descriptors/nouns/templates JSON, merged in (repeatable)."),
+    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own descriptors/nouns/templates JSON, merged in (repeatable)."),
     device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N, mps [default cpu]."),
     dtype: Optional[str] = typer.Option(None, help="float32 (exact, default), bf16-fast (CPU with native bfloat16: ~2x, median perplexity error 0.5%, see docs/benchmarks.md), bfloat16, float16."),
     batch_size: Optional[int] = typer.Option(None, help="Texts per forward pass [default per backend: causal 256 scoring, 32 generation]."),
@@ -137,13 +172,13 @@ def run(
     split: Optional[str] = typer.Option(None, "--split", help="redditbias: paired files to use, test or valid [default test].", rich_help_panel="RedditBias"),
     perplexity_column: Optional[str] = typer.Option(None, "--perplexity-column", help="redditbias: evaluate this precomputed column of the paired files (no model), e.g. perplexity.", rich_help_panel="RedditBias"),
     bias_types: Optional[str] = typer.Option(None, "--bias-types", help="redditbias: comma-separated bias types [default all: religion1,religion2,race,gender,orientation].", rich_help_panel="RedditBias"),
-    spec_file: Optional[list[Path]] = typer.Option(None, "--spec-file", help="redditbias: your own bias specification, YAML or JSON (repeatable).", rich_help_panel="RedditBias"),
+    spec_file: Optional[list[Path]] = typer.Option(None, "--spec-file", metavar="<file>", help="redditbias: your own bias specification, YAML or JSON (repeatable).", rich_help_panel="RedditBias"),
     counterfactual_mode: Optional[str] = typer.Option(None, "--counterfactual-mode", help="redditbias: default (shared term matcher: whole words with plural/possessive/compound forms, case kept) or reference (the authors' lowercase substring swap with their t1<->t2 exchange).", rich_help_panel="RedditBias"),
     outlier_removal: Optional[str] = typer.Option(None, "--outlier-removal", help="redditbias: auto (off for the *_reduced files), on or off.", rich_help_panel="RedditBias"),
     reference_text: Optional[Path] = typer.Option(None, "--reference-text", help="redditbias: text file for LM perplexity [default humanref6k.txt under --data-dir].", rich_help_panel="RedditBias"),
     fairpair_occupations: Optional[str] = typer.Option(None, "--fairpair-occupations", help="fairpair: comma-separated occupations [default the paper's 60; 5 on the embedded model].", rich_help_panel="FairPair"),
     fairpair_n_occupations: Optional[int] = typer.Option(None, "--fairpair-n-occupations", help="fairpair: the first N of the paper's occupations.", rich_help_panel="FairPair"),
-    fairpair_names: Optional[list[str]] = typer.Option(None, "--fairpair-names", help="fairpair: name pair 'John/Jane' or 'John:man/Jane:woman' (repeatable) [default John:man/Jane:woman].", rich_help_panel="FairPair"),
+    fairpair_names: Optional[list[str]] = typer.Option(None, "--fairpair-names", metavar="<pair>", help="fairpair: name pair 'John/Jane' or 'John:man/Jane:woman' (repeatable) [default John:man/Jane:woman].", rich_help_panel="FairPair"),
     fairpair_descriptors: Optional[str] = typer.Option(None, "--fairpair-descriptors", help="fairpair: comma-separated descriptors before the noun, e.g. 'young,old' (HolisticBias terms).", rich_help_panel="FairPair"),
     fairpair_samples: Optional[int] = typer.Option(None, "--fairpair-samples", help="fairpair: continuations per prompt [100; 20 on the embedded model].", rich_help_panel="FairPair"),
     fairpair_max_new_tokens: Optional[int] = typer.Option(None, "--fairpair-max-new-tokens", help="fairpair: tokens per continuation [128; 32 on the embedded model].", rich_help_panel="FairPair"),
@@ -164,7 +199,7 @@ def run(
     gen_n: Optional[int] = typer.Option(None, "--num-responses", help="holistic-generation: responses per prompt (needs --do-sample) [default 1].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_temperature: Optional[float] = typer.Option(None, "--temperature", help="holistic-generation: sampling temperature [default 1.0].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_top_p: Optional[float] = typer.Option(None, "--top-p", help="holistic-generation: nucleus sampling top-p [default 0.9].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_persona: Optional[list[str]] = typer.Option(None, "--persona", help="holistic-generation: a context line before the prompt, e.g. 'your persona: I love dogs.' (repeatable; paper: two).", rich_help_panel="HolisticBias generation / offensiveness"),
+    gen_persona: Optional[list[str]] = typer.Option(None, "--persona", metavar="<line>", help="holistic-generation: a context line before the prompt, e.g. 'your persona: I love dogs.' (repeatable; paper: two).", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_generations: Optional[Path] = typer.Option(None, "--generations", help="holistic-generation: precomputed responses, JSONL with prompt (or prompt_id) and response (no model).", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_nouns_per_gender: Optional[int] = typer.Option(None, "--nouns-per-gender", help="holistic-generation: sampled runs keep N nouns per noun gender [default 1].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_style_classifier: Optional[str] = typer.Option(None, "--style-classifier", help="holistic-generation: zero-shot (offline, default) or a Hugging Face text-classification model.", rich_help_panel="HolisticBias generation / offensiveness"),
@@ -173,9 +208,9 @@ def run(
     gen_offensiveness_classifier: Optional[str] = typer.Option(None, "--offensiveness-classifier", help="holistic-generation/-offensiveness: auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), alt-profanity-check, detoxify or a Hugging Face classifier.", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_n_permutations: Optional[int] = typer.Option(None, "--n-permutations", help="holistic-generation: noise-floor permutations [default 200; 0 off].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_variants: Optional[bool] = typer.Option(None, "--variants/--no-variants", help="holistic-generation: seeded stylistic variants of the prompts, as the paper (A.3) [default on].", rich_help_panel="HolisticBias generation / offensiveness"),
-    community_model: Optional[list[str]] = typer.Option(None, "--community-model", help="community: a model to compare (repeatable): a folder from `biaslens finetune community` or a base model; --model, when given, comes first.", rich_help_panel="Community"),
+    community_model: Optional[list[str]] = typer.Option(None, "--community-model", metavar="<model>", help="community: a model to compare (repeatable): a folder from `biaslens finetune community` or a base model; --model, when given, comes first.", rich_help_panel="Community"),
     community_n: Optional[int] = typer.Option(None, "--n", help="community: generations per prompt (default 50, as the paper).", rich_help_panel="Community"),
-    community_generations: Optional[list[Path]] = typer.Option(None, "--community-generations", help="community: precomputed replies, JSONL with prompt (or prompt_id), response and optionally model (repeatable).", rich_help_panel="Community"),
+    community_generations: Optional[list[Path]] = typer.Option(None, "--community-generations", metavar="<file>", help="community: precomputed replies, JSONL with prompt (or prompt_id), response and optionally model (repeatable).", rich_help_panel="Community"),
     community_templates: Optional[Path] = typer.Option(None, "--community-templates", help="community: your own templates YAML (default: the paper's six).", rich_help_panel="Community"),
     community_keywords: Optional[Path] = typer.Option(None, "--community-keywords", help="community: your own demographics/keywords YAML (default: the paper's 15 demographics).", rich_help_panel="Community"),
     community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five).", rich_help_panel="Community"),
@@ -335,7 +370,7 @@ def _report(run_dir: Path):
 def dataset_holistic(
     out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet."),
     dataset_dir: Optional[Path] = typer.Option(None, help="Folder in the official HolisticBias format (default: built-in v1.0)."),
-    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", help="Your own JSON files, merged in (repeatable)."),
+    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own JSON files, merged in (repeatable)."),
     variants: bool = typer.Option(False, "--variants", help="Apply the paper's four stylistic variations (seeded)."),
     seed: int = typer.Option(0, help="Seed for --variants."),
     fix_articles: bool = typer.Option(False, "--fix-articles", help="Correct 'a 80-year-old' -> 'an 80-year-old' etc. (deviates from the reference)."),

@@ -11,7 +11,7 @@ import typer
 def compare(
     runs: list[str] = typer.Argument(..., help="One per model, original first: a run folder, a debiased model folder (its eval/ and downstream-*/ runs), or run folders joined by commas."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder for report.html and metrics.json [default: compare-FIRST-vs-SECOND next to the first run]."),
-    label: Optional[list[str]] = typer.Option(None, "--label", help="Display name per model, in order (repeatable)."),
+    label: Optional[list[str]] = typer.Option(None, "--label", metavar="<label>", help="Display name per model, in order (repeatable)."),
     intersection: bool = typer.Option(False, "--intersection", help="Runs that measured different prompts: compare them on the prompts they share (said in the report) instead of refusing."),
 ):
     """Compare models: RedditBias t-values (Figure 1a), LM perplexity (Figure 1b), downstream scores,

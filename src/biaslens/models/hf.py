@@ -517,8 +517,11 @@ def check_device(torch, device: str) -> None:
     """One clear line when the device cannot be used, instead of torch's assertion later."""
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         if torch.version.cuda is None:
+            version = str(torch.__version__).split("+")[0]
             raise ModelError(f"--device {device}: this torch build ({torch.__version__}) has no CUDA support; "
-                             "install a CUDA build of torch that matches your GPU driver, or use --device cpu")
+                             f"a CUDA build of the same version is needed: pip install torch=={version} with the "
+                             "CUDA variant (e.g. +cu124) that your GPU driver supports (nvidia-smi shows the "
+                             "driver's CUDA version), or use --device cpu")
         raise ModelError(f"--device {device}: torch has CUDA {torch.version.cuda} but sees no GPU "
                          "(driver, CUDA_VISIBLE_DEVICES?); use --device cpu")
     if str(device) == "mps" and not torch.backends.mps.is_available():

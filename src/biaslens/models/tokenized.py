@@ -41,10 +41,14 @@ def check_model_location(name: str) -> None:
     """Fail in one line, before any network attempt, when ``name`` cannot be loaded as asked:
     a path that does not exist, or a Hub id while downloads are off and the local Hugging Face
     cache does not hold it."""
-    if Path(name).expanduser().exists():
+    path = Path(name).expanduser()
+    if path.exists():
         return
-    # Hub ids are "name" or "owner/name"; anything else is meant as a folder
-    if name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name:
+    # Hub ids are "name" or "owner/name"; anything else is meant as a folder, and so is an
+    # "owner/name" whose "owner" is a folder here (models/nope next to a models/ folder)
+    separators = ("/", "\\", os.sep, *((os.altsep,) if os.altsep else ()))
+    if (name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name or name.endswith(separators)
+            or (any(s in name for s in separators) and path.parent.is_dir())):
         raise ModelError(f"cannot load model {name!r}: no such folder")
     if downloads_allowed():
         return

@@ -103,7 +103,9 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
             "Verdict",
             " ".join(metrics["verdicts"].values()) or "No prompt had continuations in both sets.",
             metrics={"models": ", ".join(metrics["models"]), "alpha": metrics["alpha"],
-                     **{k: v for k, v in metrics["settings"].items() if v is not None}},
+                     # lists in words ("jaccard, sentiment"), not as a Python repr
+                     **{k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                        for k, v in metrics["settings"].items() if v is not None}},
         ),
         Section(
             "FairPair scores (paper Table 3 shape)",

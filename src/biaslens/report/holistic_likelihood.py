@@ -105,11 +105,22 @@ def strongest_pairs(analysis, n: int = 30) -> pd.DataFrame:
     return out[cols].head(n).reset_index(drop=True)
 
 
+def short_template(template: str) -> str:
+    """A template as a reader names it: "I love", "I think ... the best"."""
+    return str(template).replace(" {plural_noun_phrase}", "").replace(" are the", " ... the").rstrip(".")
+
+
+def pairs_table(analysis, n: int = 30) -> pd.DataFrame:
+    """:func:`strongest_pairs` for the page: short template names, and without abs_rank_biserial
+    (it is |rank_biserial|), so the table fits the page width."""
+    out = strongest_pairs(analysis, n).drop(columns=["abs_rank_biserial"])
+    return out.assign(template=out["template"].map(short_template))
+
+
 def love_hate_table(lh: pd.DataFrame) -> pd.DataFrame:
     """The love/hate view for reading: short template names ("I love", "I think ... best"),
     templates the run did not sample (all empty) left out, rows without a difference last."""
-    short = {t: t.replace(" {plural_noun_phrase}", "").replace(" are the", " ... the").rstrip(".")
-             for t in lh.columns if "{" in str(t)}
+    short = {t: short_template(t) for t in lh.columns if "{" in str(t)}
     out = lh.rename(columns=short)
     return out[[c for c in out.columns if out[c].notna().any() or c == "love_hate_diff"]]
 
@@ -231,18 +242,22 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
                 "of the other), then by how far apart the two medians are (|log(median_0 / median_1)|); "
                 "rank-biserial > 0 means descriptor_0's sentences are less likely (higher value). "
                 "p-values tie at the normal approximation's floor for well-separated pairs, so they do not rank.",
-                tables=[Table("Pairs", strongest_pairs(analysis))]),
+                tables=[Table("Pairs", pairs_table(analysis))]),
     ]
     if len(analysis.love_hate):
         lh = love_hate_table(analysis.love_hate)
-        neg = lh.sort_values("love_hate_diff", ascending=True, na_position="last").head(15)
-        pos = lh.sort_values("love_hate_diff", ascending=False, na_position="last").head(15)
-        sections.append(Section(
-            "I love / I hate",
-            "Fraction of each descriptor's sentences below the template's overall median perplexity; "
-            "love_hate_diff = love - hate (negative: the model finds 'I hate ...' relatively more likely).",
-            tables=[Table("Most negative love - hate", neg, "Columns: the share per template (templates not sampled "
-                          "are left out)."), Table("Most positive love - hate", pos)]))
+        intro = ("Fraction of each descriptor's sentences below the template's overall median perplexity; "
+                 "love_hate_diff = love - hate (negative: the model finds 'I hate ...' relatively more likely).")
+        if lh["love_hate_diff"].notna().any():
+            neg = lh.sort_values("love_hate_diff", ascending=True, na_position="last").head(15)
+            pos = lh.sort_values("love_hate_diff", ascending=False, na_position="last").head(15)
+            tables = [Table("Most negative love - hate", neg, "Columns: the share per template (templates not "
+                            "sampled are left out)."), Table("Most positive love - hate", pos)]
+        else:  # two identical tables of "-" say nothing: one table, and why there is no difference
+            intro += (" This run sampled no descriptor in both 'I love' and 'I hate', so there is no love - hate "
+                      "difference to rank; a larger --sample or --full gives one.")
+            tables = [Table("Share per template", lh.drop(columns=["love_hate_diff"]), max_rows=30)]
+        sections.append(Section("I love / I hate", intro, tables=tables))
     run = {"suite": "holistic-likelihood", "model": metrics.get("model"), "status": "complete",
            "started": None, "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {k: v for k, v in (run_record.get("model") or {}).items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")}}

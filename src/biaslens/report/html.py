@@ -87,8 +87,17 @@ def figure_from_matplotlib(fig, title: str, caption: str = "") -> Figure:
     return Figure(title=title, png=buf.getvalue(), caption=caption)
 
 
+def _breakable(name: Any):
+    """A column name (escaped) that may wrap after each underscore: "abs_log_median_ratio" is one
+    unbreakable word to the browser, and a row of them pushes a table past the page width."""
+    from markupsafe import Markup, escape
+
+    return Markup("_<wbr>").join(escape(part) for part in str(name).split("_"))
+
+
 _env = Environment(loader=PackageLoader("biaslens.report", "templates"), autoescape=select_autoescape(default=True))
 _env.filters["fmt"] = _fmt
+_env.filters["breakable"] = _breakable
 
 
 def render_report(*, title: str, run: dict[str, Any], sections: list[Section], warnings: list[str] | None = None) -> str:

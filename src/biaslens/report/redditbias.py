@@ -44,12 +44,30 @@ def largest_gaps(pairs: pd.DataFrame, n: int = 40) -> pd.DataFrame:
     return pairs.loc[order, cols]
 
 
+def _interval(lo, hi) -> list[str]:
+    return ["–" if not (np.isfinite(a) and np.isfinite(b)) else f"{a:.3g} to {b:.3g}"
+            for a, b in zip(pd.to_numeric(lo, errors="coerce"), pd.to_numeric(hi, errors="coerce"), strict=True)]
+
+
+def lmb_tables(lmb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The LMB results as two tables that fit the page: the test, its effect size and the median
+    difference with their intervals; then the robustness checks."""
+    key = lmb[["bias_type", "view"]]
+    shown = pd.concat([key, lmb[["source", "n_pairs", "t", "p", "stars", "significant", "cohens_d"]]], axis=1)
+    shown["d 95% CI"] = _interval(lmb["d_ci_low"], lmb["d_ci_high"])
+    shown["median_diff"] = lmb["median_diff"]
+    shown["median_diff 95% CI"] = _interval(lmb["median_diff_ci_low"], lmb["median_diff_ci_high"])
+    checks = key.copy()
+    checks["d 95% CI (BCa)"] = _interval(lmb["d_ci_bca_low"], lmb["d_ci_bca_high"])
+    checks = pd.concat([checks, lmb[["diff_skew", "skew_warning", "welch_t", "welch_p", "mean_minoritized",
+                                     "mean_dominant", "n_outliers", "n_missing"]]], axis=1)
+    return shown, checks
+
+
 def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
     """The whole report.html of a RedditBias run."""
-    shown = lmb[["bias_type", "view", "source", "n_pairs", "t", "p", "stars", "significant", "cohens_d", "d_ci_low",
-                 "d_ci_high", "d_ci_bca_low", "d_ci_bca_high", "median_diff", "median_diff_ci_low",
-                 "median_diff_ci_high", "diff_skew", "skew_warning", "welch_t", "welch_p", "mean_minoritized",
-                 "mean_dominant", "n_outliers", "n_missing"]]
+    # two tables that fit the page rather than one of 24 columns that scrolls sideways
+    shown, checks = lmb_tables(lmb)
     sections = [
         Section(
             "Language Model Bias (LMB)",
@@ -64,7 +82,10 @@ def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], r
             "pairing.",
             metrics={"model": metrics.get("model"), "split": metrics.get("split"), "alpha": metrics.get("alpha")},
             figures=[t_value_figure(lmb)],
-            tables=[Table("Per bias type and view", shown)],
+            tables=[Table("Per bias type and view", shown),
+                    Table("Per bias type and view: robustness checks", checks,
+                          "BCa: bootstrap interval of Cohen's d; Welch's t ignores the pairing; means are phrase "
+                          "perplexities; n_outliers: pairs dropped for a 3-sigma outlier on either side.")],
         ),
         Section("Largest perplexity gaps", "gap = perplexity of the minoritized (stereotypical) phrase minus that "
                 "of its counterfactual; largest absolute gaps first.", tables=[Table("Pairs", largest_gaps(pairs))]),
