@@ -98,12 +98,7 @@ def test_greedy_texts_equal_plain_model_generate(embedded_model):
     # the engine orders rows longest first; plain generate gets the same batch, left-padded
     order = sorted(range(len(enc)), key=lambda i: (-len(enc[i]), rendered[i]))
     enc = [enc[i] for i in order]
-    width = max(map(len, enc))
-    ids = torch.full((len(enc), width), backend._pad_id)
-    attn = torch.zeros((len(enc), width), dtype=torch.long)
-    for i, e in enumerate(enc):
-        ids[i, width - len(e):] = torch.tensor(e)
-        attn[i, width - len(e):] = 1
+    ids, attn, width = _left_padded(backend, enc)
     with torch.inference_mode():
         out = backend.model.generate(input_ids=ids, attention_mask=attn, generation_config=GenerationConfig(
             max_new_tokens=12, do_sample=False, pad_token_id=backend._pad_id, eos_token_id=backend._eos_ids()))
@@ -161,6 +156,17 @@ def test_vectorised_ngram_block_bans_exactly_what_the_plain_rule_bans(n):
             assert torch.isinf(got).any()  # the case is exercised, not vacuous
 
 
+def _left_padded(backend, encoded: list[list[int]]):
+    """(input ids, attention mask, width) of one left-padded batch, as HF generate takes it."""
+    width = max(map(len, encoded))
+    ids = torch.full((len(encoded), width), backend._pad_id)
+    attn = torch.zeros((len(encoded), width), dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, width - len(e):] = torch.tensor(e)
+        attn[i, width - len(e):] = 1
+    return ids, attn, width
+
+
 def _plain_generate(backend, encoded: list[list[int]], params: GenerationParams, eos_ids: list[int], seeds=None):
     """HF ``generate`` on one left-padded batch with biaslens's logits processors: the
     reference the own decoding loop must reproduce."""
@@ -168,12 +174,7 @@ def _plain_generate(backend, encoded: list[list[int]], params: GenerationParams,
 
     from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram
 
-    width = max(map(len, encoded))
-    ids = torch.full((len(encoded), width), backend._pad_id)
-    attn = torch.zeros((len(encoded), width), dtype=torch.long)
-    for i, e in enumerate(encoded):
-        ids[i, width - len(e):] = torch.tensor(e)
-        attn[i, width - len(e):] = 1
+    ids, attn, width = _left_padded(backend, encoded)
     procs = LogitsProcessorList()
     if params.no_repeat_ngram_size:
         procs.append(ResponseNoRepeatNGram(params.no_repeat_ngram_size, width))
