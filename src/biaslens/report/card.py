@@ -8,12 +8,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.report.html import Section, Table, render_report
-
-
-def _interval(row: dict[str, Any]) -> str:
-    lo, hi = row.get("ci_low"), row.get("ci_high")
-    return "–" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+from biaslens.report.html import Section, Table, interval_text, render_report
 
 
 def _value(v: Any) -> str:
@@ -43,7 +38,7 @@ def render_card(card: dict[str, Any]) -> str:
     methods = card["methods"]
     headline = pd.DataFrame([{
         "method": r.get("title", r["suite"]), "verdict": r.get("verdict"), "headline metric": r.get("headline") or "–",
-        "value": _value(r.get("value")), "95% interval": _interval(r), "direction": _direction(r),
+        "value": _value(r.get("value")), "95% interval": interval_text(r.get("ci_low"), r.get("ci_high")), "direction": _direction(r),
         "status": r.get("status"), "seconds": r.get("seconds")} for r in methods])
     done = sum(r.get("status") == "complete" for r in methods)
     settings = "; ".join(f"{suite} {_flat(s)}" for suite, s in (card.get("budget_settings") or {}).items() if s)
@@ -59,7 +54,7 @@ def render_card(card: dict[str, Any]) -> str:
         if r.get("status") != "complete":
             sections.append(Section(r.get("title", r["suite"]), r.get("verdict", ""), links=links))
             continue
-        entries = pd.DataFrame([{"metric": e.get("name"), "value": _value(e.get("value")), "95% interval": _interval(e),
+        entries = pd.DataFrame([{"metric": e.get("name"), "value": _value(e.get("value")), "95% interval": interval_text(e.get("ci_low"), e.get("ci_high")),
                                  "interval method": e.get("interval") or "–", "n used": _value(e.get("n_used")),
                                  "n missing": _value(e.get("n_missing")), "what it is": e.get("description") or ""}
                                 for e in r.get("entries") or []])

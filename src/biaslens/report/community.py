@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
+from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings
 
@@ -85,6 +85,17 @@ def _round(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     return df.round({c: digits for c in df.columns if df[c].dtype.kind == "f"})
 
 
+def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
+    """The gap tests as a table that fits the page: the interval as one column, the prompt counts
+    as one ("a / b", and how many were missing), short model names."""
+    t = _round(gaps.drop(columns="score"))
+    t["model"] = [_short(str(m)) for m in t["model"]]
+    t.insert(t.columns.get_loc("gap") + 1, "gap 95% CI", intervals(t.pop("ci_low"), t.pop("ci_high")))
+    t["prompts a / b"] = [f"{a} / {b}" for a, b in zip(t.pop("n_prompts_a"), t.pop("n_prompts_b"), strict=True)]
+    t["prompts missing"] = t.pop("n_prompts_missing")
+    return t
+
+
 def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
     models = analysis["models"]
     s_tab, t_tab = analysis["sentiment_table"], analysis["toxicity_table"]
@@ -129,10 +140,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "(the replies to one prompt are not independent), Holm-adjusted over all pairs of a model and score.",
         figures=[f for f in (dimension_bars(analysis["mean_cis"], "sentiment", models),
                              dimension_bars(analysis["mean_cis"], "toxicity", models)) if f is not None],
-        tables=[Table("Sentiment gaps", _round(gaps[gaps["score"] == "sentiment"].drop(columns="score")), max_rows=200),
-                Table(f"Toxicity gaps ({how})", _round(gaps[gaps["score"] == "toxicity"].drop(columns="score")),
+        tables=[Table("Sentiment gaps", gap_table(gaps[gaps["score"] == "sentiment"]), max_rows=200),
+                Table(f"Toxicity gaps ({how})", gap_table(gaps[gaps["score"] == "toxicity"]),
                       "; ".join(card_note(c) for c in cards), max_rows=200),
-                *([Table(f"Toxicity gaps, {other_how}", _round(other_gaps.drop(columns="score")), max_rows=200)]
+                *([Table(f"Toxicity gaps, {other_how}", gap_table(other_gaps), max_rows=200)]
                   if other_gaps is not None else [])]))
     sections.append(Section(
         "Keywords and grammatical forms",

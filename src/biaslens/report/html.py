@@ -71,6 +71,18 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def interval_text(lo: Any, hi: Any) -> str:
+    """An interval as one table cell, "0.0123 to 0.456", or "–" where either end is missing: two
+    ci_low/ci_high columns are what pushes a wide table past the page."""
+    lo, hi = pd.to_numeric(lo, errors="coerce"), pd.to_numeric(hi, errors="coerce")
+    return f"{lo:.3g} to {hi:.3g}" if math.isfinite(lo) and math.isfinite(hi) else "–"
+
+
+def intervals(lo, hi) -> list[str]:
+    """:func:`interval_text` down two columns."""
+    return [interval_text(a, b) for a, b in zip(lo, hi, strict=True)]
+
+
 def subplots(nrows: int = 1, ncols: int = 1, *, figsize=None, **kwargs):
     """``(figure, axes)`` like ``pyplot.subplots``, on a standalone matplotlib Figure: no pyplot
     state and no global backend change, so a notebook user's plotting setup is left alone."""

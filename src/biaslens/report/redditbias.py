@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
+from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 
 
 def t_value_figure(lmb: pd.DataFrame):
@@ -44,21 +44,16 @@ def largest_gaps(pairs: pd.DataFrame, n: int = 40) -> pd.DataFrame:
     return pairs.loc[order, cols]
 
 
-def _interval(lo, hi) -> list[str]:
-    return ["–" if not (np.isfinite(a) and np.isfinite(b)) else f"{a:.3g} to {b:.3g}"
-            for a, b in zip(pd.to_numeric(lo, errors="coerce"), pd.to_numeric(hi, errors="coerce"), strict=True)]
-
-
 def lmb_tables(lmb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The LMB results as two tables that fit the page: the test, its effect size and the median
     difference with their intervals; then the robustness checks."""
     key = lmb[["bias_type", "view"]]
     shown = pd.concat([key, lmb[["source", "n_pairs", "t", "p", "stars", "significant", "cohens_d"]]], axis=1)
-    shown["d 95% CI"] = _interval(lmb["d_ci_low"], lmb["d_ci_high"])
+    shown["d 95% CI"] = intervals(lmb["d_ci_low"], lmb["d_ci_high"])
     shown["median_diff"] = lmb["median_diff"]
-    shown["median_diff 95% CI"] = _interval(lmb["median_diff_ci_low"], lmb["median_diff_ci_high"])
+    shown["median_diff 95% CI"] = intervals(lmb["median_diff_ci_low"], lmb["median_diff_ci_high"])
     checks = key.copy()
-    checks["d 95% CI (BCa)"] = _interval(lmb["d_ci_bca_low"], lmb["d_ci_bca_high"])
+    checks["d 95% CI (BCa)"] = intervals(lmb["d_ci_bca_low"], lmb["d_ci_bca_high"])
     checks = pd.concat([checks, lmb[["diff_skew", "skew_warning", "welch_t", "welch_p", "mean_minoritized",
                                      "mean_dominant", "n_outliers", "n_missing"]]], axis=1)
     return shown, checks
