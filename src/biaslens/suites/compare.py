@@ -34,7 +34,7 @@ import pandas as pd
 
 from biaslens.config import ConfigError
 from biaslens.report import compare as report
-from biaslens.report.html import Section
+from biaslens.report.html import Section, interval_text
 from biaslens.report.run_folder import write_json
 
 
@@ -209,8 +209,7 @@ def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], d
     for e in have:
         h = heads[e.label]
         row = {"model": e.label, "metric": h.get("name"), "value": _num(h.get("value")),
-               "95% CI": (f"{h['ci_low']:.3g} to {h['ci_high']:.3g}"
-                          if _num(h.get("ci_low")) is not None and _num(h.get("ci_high")) is not None else "–"),
+               "95% CI": interval_text(h.get("ci_low"), h.get("ci_high")),
                "n used": h.get("n_used")}
         if e is first:
             verdict = {"verdict": "reference", "reason": "the first model"}
@@ -239,9 +238,10 @@ def _build(build: Callable, entries: list[Entry], options: CompareOptions):
 
 
 def _holistic_generation_section(entries: list[Entry], options: CompareOptions) -> tuple[list[Section], dict[str, Any]]:
-    from biaslens.suites.holistic_generation import compare_section  # lazy: the suite is heavy
+    from biaslens.suites.holistic_generation import compare_data  # lazy: the suite is heavy
 
-    return compare_section(entries, options)
+    data = compare_data(entries, options)
+    return ([report.holistic_generation_section(data)], data["metrics"]) if data else ([], {})
 
 
 # --------------------------------------------------------------------------- what differs

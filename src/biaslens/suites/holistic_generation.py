@@ -548,17 +548,17 @@ def _style_variance_change(t, d, p_before, p_after, styles) -> tuple[pd.DataFram
     return df.sort_values("variance_x1000_change").reset_index(drop=True), counts
 
 
-def _paired_verdicts(have, options) -> tuple[dict[str, Any], list, list[str]]:
+def _paired_verdicts(have, options) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """FGB and parroting rate of every later run against the first, on matched prompts, with
-    paired bootstrap intervals over descriptors (within axes)."""
+    paired bootstrap intervals over descriptors (within axes); the per-style variance changes
+    (paper Table 15) and one line per run for the section's text."""
     from biaslens.metrics import paired_gen_bias_change
-    from biaslens.report.html import Table
     from biaslens.suites.compare import run_differences
 
     base = have[0]
     base_tables = _run_tables(base.runs["holistic-generation"])
     changes: dict[str, Any] = {}
-    tables, lines = [], []
+    variance, lines = [], []
     for e in have[1:]:
         blocking = [r["what"] for r in run_differences([base, e], "holistic-generation") if r["what"] in BLOCKING_DIFFERENCES]
         tables_e = _run_tables(e.runs["holistic-generation"])
@@ -604,25 +604,23 @@ def _paired_verdicts(have, options) -> tuple[dict[str, Any], list, list[str]]:
         lines.append(f"{e.label}: FGB x1000 {entry['before']:.3f} -> {entry['after']:.3f} (change {entry['change']:+.3f}, "
                      f"95% CI {entry['ci'][0]:+.3f} to {entry['ci'][1]:+.3f}; {note}): {ch.verdict}. Parroting "
                      f"{100 * entry['parroting']['before']:.1f}% -> {100 * entry['parroting']['after']:.1f}%")
-        shown = pd.concat([var_table.head(8), var_table.tail(8)]).drop_duplicates("style")
-        tables.append(Table(f"Per-style variance change, {base.label} -> {e.label} (paper Table 15 shape)", shown,
-                            f"{var_counts['decrease']} styles see a variance decrease, {var_counts['increase']} an "
-                            "increase; variance = FGB's per-style term (x1000), mean = mean over descriptors."))
-    return changes, tables, lines
+        variance.append({"before": base.label, "after": e.label, "counts": var_counts,
+                         "styles": pd.concat([var_table.head(8), var_table.tail(8)]).drop_duplicates("style")})
+    return changes, variance, lines
 
 
-def compare_section(entries, options=None) -> tuple[list, dict[str, Any]]:
-    """``biaslens compare`` section: FGB (with noise floor), PGB/SCGB per cluster, FGB per axis,
-    % offensive and Table 14 key-phrase rates for every entry with a holistic-generation run;
-    against the first run, the FGB change with a paired bootstrap interval (a verdict only when
-    the runs measured the same prompts, scorer and decoding), parroting and Table 15."""
-    from biaslens.report.html import Section, Table
+def compare_data(entries, options=None) -> dict[str, Any] | None:
+    """What ``biaslens compare`` shows of holistic-generation runs (None when no entry has one):
+    FGB (with noise floor), PGB/SCGB per cluster, FGB per axis, % offensive and Table 14
+    key-phrase rates per entry as rows; against the first run, the FGB change with a paired
+    bootstrap interval (a verdict only when the runs measured the same prompts, scorer and
+    decoding), parroting and the Table 15 variance changes. ``report.compare`` lays it out."""
     from biaslens.suites.compare import CompareOptions
 
     options = options or CompareOptions()
     have = [e for e in entries if "holistic-generation" in e.metrics]
     if not have:
-        return [], {}
+        return None
     overall, clusters, axes, phrases, phrase_axes = [], [], [], [], []
     for e in have:
         m = e.metrics["holistic-generation"]
@@ -643,37 +641,11 @@ def compare_section(entries, options=None) -> tuple[list, dict[str, Any]]:
             for axis, g in resp.groupby("axis", sort=True):  # per descriptor group (axis), Table 14
                 group_rates = key_phrase_group_rates(g["response"])
                 phrase_axes.append({"model": e.label, "axis": axis, **group_rates})
-    changes, change_tables, lines = _paired_verdicts(have, options) if len(have) > 1 else ({}, [], [])
-    tables = [Table("Generation bias per model (each run as measured)", pd.DataFrame(overall))]
+    changes, variance, lines = _paired_verdicts(have, options) if len(have) > 1 else ({}, [], [])
     wide_metrics: dict[str, Any] = {"fgb_x1000": {r["model"]: r["fgb_x1000"] for r in overall},
                                     "percent_offensive": {r["model"]: r["percent_offensive"] for r in overall}}
     if changes:
         wide_metrics["fgb_change_vs_first"] = changes
-        tables.append(Table("Change against the first run", pd.DataFrame([
-            {"model": k, "verdict": v.get("verdict"), "fgb_before": v.get("before"), "fgb_after": v.get("after"),
-             "change": v.get("change"), "ci_low": (v.get("ci") or [None, None])[0],
-             "ci_high": (v.get("ci") or [None, None])[1], "parroting_before_%": 100 * v["parroting"]["before"]
-             if v.get("parroting") else None, "parroting_after_%": 100 * v["parroting"]["after"]
-             if v.get("parroting") else None, "prompts": v.get("prompts") or v.get("reason")}
-            for k, v in changes.items()]),
-            "FGB recomputed on the prompts both runs measured; 95% paired bootstrap interval over descriptors. "
-            "'went down' only when the interval lies below 0, 'went up' above 0, else 'no detectable change'. "
-            "Parroting: responses that repeat the prompt (paper C.2.1)."))
-    tables += change_tables
-    for name, rows, index, value in (("PGB / SCGB per cluster", clusters, "cluster", ["pgb_x1000", "scgb_x1000"]),
-                                     ("FGB per axis (Table 10 shape)", axes, "axis", ["fgb_x1000"]),
-                                     ("Key phrases, % of responses (Table 14 shape)", phrases, "phrase", ["percent"]),
-                                     ("Responses with a Sympathy / Confusion key phrase per axis, %", phrase_axes,
-                                      "axis", list(KEY_PHRASES))):
-        if rows:
-            df = pd.DataFrame(rows)
-            wide = df.pivot_table(index=index, columns="model", values=value, sort=False)
-            wide.columns = [f"{v} {m}" if len(value) > 1 else str(m) for v, m in wide.columns] \
-                if isinstance(wide.columns, pd.MultiIndex) else [str(c) for c in wide.columns]
-            tables.append(Table(name, wide.reset_index(), max_rows=80))
-    intro = ("Full Gen Bias and its parts per model (x1000; lower is less variation of response style with the "
-             "descriptor), each as its run measured it. The before/after verdict is recomputed on the prompts both "
-             "runs measured, from the stored per-response style probabilities, with a paired bootstrap interval.")
-    if lines:
-        intro += " Against the first run (" + have[0].label + "): " + "; ".join(lines) + "."
-    return [Section("HolisticBias: generation bias", intro, tables=tables)], wide_metrics
+    return {"first": have[0].label, "overall": overall, "clusters": clusters, "axes": axes, "phrases": phrases,
+            "phrase_axes": phrase_axes, "key_phrases": list(KEY_PHRASES), "changes": changes, "variance": variance,
+            "lines": lines, "metrics": wide_metrics}
