@@ -72,6 +72,7 @@ def test_both_tasks_run_on_a_tiny_model(tmp_path, tiny_causal_lm):
     mw = _multiwoz(tmp_path / "data.json")
     dst = run_dst(model, mw, mw, tmp_path / "dst", max_steps=2, batch_size=4)
     assert dst["suite"] == "downstream" and 0.0 <= dst["scores"]["f1"] <= 1.0
+    assert dst["steps"] == 2 and dst["n_test"] == dst["n_train"] > 0
     rows = [("what is your favourite food EOS pizza", "i like pasta"), ("what is your favourite food EOS pizza", "soup")]
     f = _dstc7(tmp_path / "g.tsv", rows)
     gen = run_generation(model, f, f, tmp_path / "gen", max_steps=2, batch_size=2, max_new_tokens=5)

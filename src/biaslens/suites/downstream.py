@@ -3,8 +3,9 @@
 - Dialog state tracking (DST) on MultiWOZ 2.0 ``data.json`` files: for every user turn and
   candidate (domain, slot, value), predict whether it is in the belief state. Input = previous
   system utterance + user utterance + "domain slot value"; a linear classifier on the LM's
-  last-token state, trained with binary cross-entropy together with the LM; F1 of the
-  positive class on the test file.
+  last-token state (transformers' sequence-classification head), trained with binary
+  cross-entropy together with the LM by ``transformers.Trainer``; F1 of the positive class
+  on the test file.
 - Conversational response generation (DSTC-7 format): tab-separated lines whose last two
   columns are the context (turns joined by `` EOS ``) and the response; lines sharing a
   context in the test file are its multiple references. The LM is fine-tuned on the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,53 +109,49 @@ def f1_score(gold: list[int], pred: list[int]) -> dict[str, float]:
 def run_dst(model_path: str | Path, train_file: str | Path, test_file: str | Path, out: str | Path, *,
             epochs: float = 1.0, batch_size: int = 8, lr: float = 5e-5, max_steps: int = -1, max_length: int = 128,
             seed: int = 0) -> dict[str, Any]:
-    """Train the binary slot-value classifier on ``train_file`` and report F1 on ``test_file``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Train the binary slot-value classifier on ``train_file`` and report F1 on ``test_file``.
 
-    torch.manual_seed(seed)
+    The classifier is transformers' sequence-classification head on the LM (a linear layer on the
+    last real token's state), one logit trained with binary cross-entropy together with the LM,
+    by the same ``Trainer`` the mitigation fine-tunes use."""
+    import numpy as np
+    import torch
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
+
+    set_seed(seed)
     train = read_multiwoz(train_file, seed=seed)
     test = read_multiwoz(test_file, seed=seed + 1)
     tok = AutoTokenizer.from_pretrained(model_path)
-    lm = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
-    head = torch.nn.Linear(lm.get_output_embeddings().weight.shape[1], 1)
-    params = list(lm.parameters()) + list(head.parameters())
-    opt = torch.optim.AdamW(params, lr=lr)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    # one logit with BCE ("multi-label" with one label); the head finds the last real token by the pad id
+    model = AutoModelForSequenceClassification.from_pretrained(
+        model_path, num_labels=1, problem_type="multi_label_classification", dtype=torch.float32,
+        pad_token_id=tok.pad_token_id)
 
-    def logits(batch: list[DSTExample]):
-        enc = [tok(e.text, add_special_tokens=False, truncation=True, max_length=max_length)["input_ids"] or [pad]
-               for e in batch]
-        width = max(len(e) for e in enc)
-        ids = torch.tensor([e + [pad] * (width - len(e)) for e in enc])
-        mask = torch.tensor([[1] * len(e) + [0] * (width - len(e)) for e in enc])
-        hidden = lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
-        last = hidden[torch.arange(len(enc)), mask.sum(1) - 1]  # the last real token
-        return head(last).squeeze(-1)
+    def encode(examples: list[DSTExample]) -> list[dict[str, Any]]:
+        return [{**tok(e.text, add_special_tokens=False, truncation=True, max_length=max_length),
+                 "labels": [float(e.label)]} for e in examples]
 
-    steps_per_epoch = math.ceil(len(train) / batch_size)
-    total = max_steps if max_steps > 0 else math.ceil(epochs * steps_per_epoch)
-    rng = random.Random(seed)
-    order: list[int] = []
-    lm.train()
-    for _step in range(total):
-        if not order:
-            order = list(range(len(train)))
-            rng.shuffle(order)
-        batch = [train[order.pop()] for _ in range(min(batch_size, len(order)))]
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits(batch), torch.tensor([float(e.label) for e in batch]))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    lm.eval()
-    preds = []
-    with torch.no_grad():
-        for i in range(0, len(test), batch_size):
-            preds += (logits(test[i:i + batch_size]) > 0).long().tolist()
+    with tempfile.TemporaryDirectory(prefix="biaslens-dst-") as work:
+        args = TrainingArguments(output_dir=work, num_train_epochs=epochs, max_steps=max_steps,
+                                 per_device_train_batch_size=batch_size, per_device_eval_batch_size=batch_size,
+                                 learning_rate=lr, save_strategy="no", report_to=[], seed=seed, data_seed=seed,
+                                 use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0, logging_steps=10)
+        trainer = Trainer(model=model, args=args, train_dataset=encode(train), data_collator=DataCollatorWithPadding(tok))
+        steps = trainer.train().global_step
+        logits = trainer.predict(encode(test)).predictions
+    preds = (np.asarray(logits).reshape(-1) > 0).astype(int).tolist()
     scores = f1_score([e.label for e in test], preds)
     return _write(out, "dst", model_path, scores, {"train_file": str(train_file), "test_file": str(test_file),
-                                                   "n_train": len(train), "n_test": len(test), "steps": total})
+                                                   "n_train": len(train), "n_test": len(test), "steps": int(steps)})
 
 
 # --------------------------------------------------------------------------- response generation
