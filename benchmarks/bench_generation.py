@@ -13,8 +13,9 @@ time, so it is an anchor, not a like-for-like comparison.
 
 Greedy rows generate exactly ``--new-tokens`` tokens (min = max), so tokens/s compare like for
 like; sampled rows (the community setting: top-k 50, 3-gram blocking) end where they end and
-count their re-tokenized responses. Writes benchmarks/results/generation.json with the CPU
-model and flags.
+count their re-tokenized responses. The greedy row is split into the prompts' prefill (timed
+alone) and the decoding steps, whose tokens/s is also given as a share of the ceiling at the
+batch's rows. Writes benchmarks/results/generation.json with the CPU model and flags.
 """
 
 from __future__ import annotations
