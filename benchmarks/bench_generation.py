@@ -156,11 +156,11 @@ def main() -> None:
     rendered = [backend.render_prompt(GenerationRequest(prompt=p), greedy) for p in prompts]
     # the prompts' share of the greedy run: their prefill alone (shared opening once, then the trie)
     ids = [tok(p, add_special_tokens=False)["input_ids"] for p in rendered]
-    rows = backend.generate_batch_size
+    decode_rows = backend.generate_batch_size
     t = time.perf_counter()
     with torch.inference_mode():
-        for i in range(0, len(ids), rows):
-            generation._prefill(model, ids[i:i + rows], new, backend._pad_id)
+        for i in range(0, len(ids), decode_rows):
+            generation._prefill(model, ids[i:i + decode_rows], new, backend._pad_id)
     prefill_s = time.perf_counter() - t
     steps_s = results["biaslens_greedy"]["seconds"] - prefill_s
     results["biaslens_greedy"].update({
@@ -172,15 +172,9 @@ def main() -> None:
     for bs in [int(b) for b in args.plain_batches.split(",") if b.strip()]:
         t = time.perf_counter()
         for i in range(0, len(enc), bs):
-            rows = enc[i:i + bs]
-            width = max(map(len, rows))
-            ids = torch.full((len(rows), width), backend._pad_id)
-            attn = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, e in enumerate(rows):
-                ids[j, width - len(e):] = torch.tensor(e)
-                attn[j, width - len(e):] = 1
+            batch_ids, batch_attn = generation.left_padded(enc[i:i + bs], backend._pad_id)
             with torch.inference_mode():
-                model.generate(input_ids=ids, attention_mask=attn, generation_config=GenerationConfig(
+                model.generate(input_ids=batch_ids, attention_mask=batch_attn, generation_config=GenerationConfig(
                     max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=backend._pad_id))
         s = time.perf_counter() - t
         plain[bs] = {"seconds": round(s, 2), "generated_tokens_per_second": round(len(enc) * new / s, 1)}
@@ -201,7 +195,7 @@ def main() -> None:
                          # the decoding steps alone, at the rows they ran with (prompts are extra work)
                          "biaslens_decoding_steps_share_of_fp32_ceiling_at_batch_rows": round(
                              results["biaslens_greedy"]["generated_tokens_per_second_of_decoding_steps"]
-                             / token_ceiling[min(rows, max(token_ceiling))], 2),
+                             / token_ceiling[min(decode_rows, max(token_ceiling))], 2),
                          "before_greedy_share_of_fp32_ceiling": round(
                              results["before_greedy_batch32"]["generated_tokens_per_second"] / top, 2)}
 

@@ -13,7 +13,7 @@ from scipy import stats
 
 from biaslens.engine.generation import generate_texts
 from biaslens.models.base import GenerationParams, GenerationRequest
-from biaslens.models.generation import PerRowSampler
+from biaslens.models.generation import PerRowSampler, left_padded
 
 PROMPTS = ["I'm a blind grandfather.", "Hi! I am a Deaf person.", "I love being a woman.",
            "What do you think about tall people?", "I'm an Orthodox Jew.", "Hi, I'm a veteran.",
@@ -98,7 +98,8 @@ def test_greedy_texts_equal_plain_model_generate(embedded_model):
     # the engine orders rows longest first; plain generate gets the same batch, left-padded
     order = sorted(range(len(enc)), key=lambda i: (-len(enc[i]), rendered[i]))
     enc = [enc[i] for i in order]
-    ids, attn, width = _left_padded(backend, enc)
+    ids, attn = left_padded(enc, backend._pad_id)
+    width = ids.shape[1]
     with torch.inference_mode():
         out = backend.model.generate(input_ids=ids, attention_mask=attn, generation_config=GenerationConfig(
             max_new_tokens=12, do_sample=False, pad_token_id=backend._pad_id, eos_token_id=backend._eos_ids()))
@@ -156,17 +157,6 @@ def test_vectorised_ngram_block_bans_exactly_what_the_plain_rule_bans(n):
             assert torch.isinf(got).any()  # the case is exercised, not vacuous
 
 
-def _left_padded(backend, encoded: list[list[int]]):
-    """(input ids, attention mask, width) of one left-padded batch, as HF generate takes it."""
-    width = max(map(len, encoded))
-    ids = torch.full((len(encoded), width), backend._pad_id)
-    attn = torch.zeros((len(encoded), width), dtype=torch.long)
-    for i, e in enumerate(encoded):
-        ids[i, width - len(e):] = torch.tensor(e)
-        attn[i, width - len(e):] = 1
-    return ids, attn, width
-
-
 def _plain_generate(backend, encoded: list[list[int]], params: GenerationParams, eos_ids: list[int], seeds=None):
     """HF ``generate`` on one left-padded batch with biaslens's logits processors: the
     reference the own decoding loop must reproduce."""
@@ -174,7 +164,8 @@ def _plain_generate(backend, encoded: list[list[int]], params: GenerationParams,
 
     from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram
 
-    ids, attn, width = _left_padded(backend, encoded)
+    ids, attn = left_padded(encoded, backend._pad_id)
+    width = ids.shape[1]
     procs = LogitsProcessorList()
     if params.no_repeat_ngram_size:
         procs.append(ResponseNoRepeatNGram(params.no_repeat_ngram_size, width))
@@ -251,11 +242,7 @@ def test_prompt_trie_prefill_equals_a_plain_forward(embedded_model):
     with torch.inference_mode():
         cache, attn, logits = _prefill(model, enc, 4, backend._pad_id)
         width = attn.shape[1]
-        ids = torch.full((len(enc), width), backend._pad_id)
-        plain_attn = torch.zeros((len(enc), width), dtype=torch.long)
-        for i, e in enumerate(enc):
-            ids[i, width - len(e):] = torch.tensor(e)
-            plain_attn[i, width - len(e):] = 1
+        ids, plain_attn = left_padded(enc, backend._pad_id, width)
         plain_cache = DynamicCache(config=model.config)
         positions = (plain_attn.cumsum(-1) - 1).clamp(min=0)
         plain = model(input_ids=ids, attention_mask=plain_attn, position_ids=positions, past_key_values=plain_cache,

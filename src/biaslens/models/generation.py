@@ -130,6 +130,18 @@ class PerRowSampler(LogitsProcessor):
         return out
 
 
+def left_padded(encoded: list[list[int]], pad_id: int, width: int | None = None):
+    """(input ids, attention mask) of one left-padded batch, as HF ``generate`` takes it: every
+    row ends at column ``width`` (default: the longest row), so responses start together."""
+    width = width or max(map(len, encoded))
+    ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(encoded), width), dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, width - len(e):] = torch.tensor(e, dtype=torch.long)
+        attn[i, width - len(e):] = 1
+    return ids, attn
+
+
 def common_prefix_length(seqs: list[list[int]]) -> int:
     """Tokens all sequences share at the start, leaving each at least one token of its own."""
     limit = min(len(s) for s in seqs) - 1

@@ -344,7 +344,7 @@ class HFCausalBackend(TokenizerBackend):
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
-        from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram, decode
+        from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram, decode, left_padded
 
         tok = self.tokenizer
         enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
@@ -353,13 +353,9 @@ class HFCausalBackend(TokenizerBackend):
             with torch.inference_mode():
                 out = decode(model, enc, params, seeds, self._eos_ids(), self._pad_id)
             return [tok.decode(row, skip_special_tokens=True).strip() for row in out]
-        width = max(len(e) for e in enc)
         pad = self._pad_id
-        ids = torch.full((len(enc), width), pad, dtype=torch.long)
-        attn = torch.zeros((len(enc), width), dtype=torch.long)
-        for i, e in enumerate(enc):  # left padding: every response starts at column `width`
-            ids[i, width - len(e):] = torch.tensor(e, dtype=torch.long)
-            attn[i, width - len(e):] = 1
+        ids, attn = left_padded(enc, pad)  # every response starts at column `width`
+        width = ids.shape[1]
         eos = self._eos_ids()
         cfg = GenerationConfig(max_new_tokens=params.max_new_tokens, min_new_tokens=params.min_new_tokens or None,
                                do_sample=False, num_beams=1 if params.do_sample else params.num_beams,
