@@ -55,29 +55,135 @@ def test_keyword_and_form_means():
     assert f.loc[("m", "plural"), "S_mean"] == pytest.approx((-0.4 + 0.2) / 2)
 
 
-def test_gap_welch_test_and_bootstrap_ci():
-    g = demographic_gaps(_table(), "sentiment", n_boot=2000, seed=0)
+def test_gap_keyword_level_equals_welch_when_each_keyword_has_one_prompt():
+    g = demographic_gaps(_table(), "sentiment")
     r = g[g["model"] == "m"].iloc[0]
     assert (r["demographic_a"], r["demographic_b"]) == ("poor", "rich")
     assert r["gap"] == pytest.approx(-0.3 - 0.3)
+    # one prompt per keyword: the CR2 variance is Welch's, and with equal spreads the
+    # Bell-McCaffrey df equal Welch's (2), so the keyword-level test is Welch's test
     ref = stats.ttest_ind([-0.2, -0.4], [0.4, 0.2], equal_var=False)
-    assert r["p_value"] == pytest.approx(ref.pvalue) and r["t"] == pytest.approx(ref.statistic)
-    # every bootstrap gap lies between the extreme prompt-mean differences
-    assert -0.8 <= r["ci_low"] <= r["gap"] <= r["ci_high"] <= -0.4
-    # Holm over the model's pairs (one pair here): unchanged
+    assert r["t"] == pytest.approx(ref.statistic) and r["p_value"] == pytest.approx(ref.pvalue)
+    assert r["df"] == pytest.approx(2.0)
+    half = stats.t.ppf(0.975, 2) * math.sqrt(0.02)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((-0.6 - half, -0.6 + half))
+    assert r["p_value_prompt"] == pytest.approx(ref.pvalue)
+    assert (r["ci_low_prompt"], r["ci_high_prompt"]) == pytest.approx(tuple(ref.confidence_interval()))
+    assert (r["n_keywords_a"], r["n_keywords_b"]) == (2, 2)
+    # one pair: Holm and the simultaneous interval are the plain ones
     assert r["p_holm"] == pytest.approx(r["p_value"])
-    # one prompt per side: no test, but still a gap
+    assert (r["ci_low_simultaneous"], r["ci_high_simultaneous"]) == pytest.approx((r["ci_low"], r["ci_high"]))
+    # one keyword a side: a gap, but no keyword-level variance -> no interval, no test
     r2 = g[g["model"] == "m2"].iloc[0]
-    assert r2["gap"] == 0 and math.isnan(r2["p_value"])
-    # seeded: the same numbers again
-    g2 = demographic_gaps(_table(), "sentiment", n_boot=2000, seed=0)
-    assert np.allclose(g[["ci_low", "ci_high"]].to_numpy(), g2[["ci_low", "ci_high"]].to_numpy())
+    assert r2["gap"] == 0 and math.isnan(r2["p_value"]) and math.isnan(r2["ci_low"])
+
+
+def _cr2_table() -> pd.DataFrame:
+    # demographic a: keyword k1 has prompts 1 and 3, k2 has 2, k3 has 6; b: three keywords of one prompt
+    rows = [("a", "k1", "p1", 1.0, "t1"), ("a", "k1", "p2", 3.0, "t2"), ("a", "k2", "p3", 2.0, "t1"),
+            ("a", "k3", "p4", 6.0, "t1"), ("b", "j1", "p5", 0.0, "t1"), ("b", "j2", "p6", 1.0, "t1"),
+            ("b", "j3", "p7", 2.0, "t2")]
+    df = pd.DataFrame(rows, columns=["demographic", "keyword", "prompt_id", "sentiment", "template_id"])
+    return df.assign(model="m", dimension="d", form="plural")
+
+
+def test_cr2_variance_and_bell_mccaffrey_df_by_hand():
+    from biaslens.metrics.community import Design
+
+    df = _cr2_table()
+    design, labels = Design.from_labels(df["demographic"].tolist(), df["keyword"].tolist())
+    mean, var = design.means(df["sentiment"].to_numpy())
+    # a: mean 3, residuals -2, 0 | -1 | 3; u = (-0.5, -0.25, 0.75), leverage (1/2, 1/4, 1/4)
+    assert mean[0] == pytest.approx(3.0)
+    assert var[0] == pytest.approx(0.25 * 2 + 0.0625 * 4 / 3 + 0.5625 * 4 / 3)
+    # b: one prompt per keyword -> s^2 / n
+    assert var[1] == pytest.approx(1.0 / 3)
+    # Bell-McCaffrey df of a's mean under independence: tr(A)^2 / tr(A^2) with A = sum_k w_k (I-H) a_k a_k' (I-H)
+    m = 4
+    ih = np.eye(m) - 1 / m
+    a_mat = np.zeros((m, m))
+    for idx, h in (([0, 1], 0.5), ([2], 0.25), ([3], 0.25)):
+        ak = np.zeros(m)
+        ak[idx] = 1 / m
+        v = ih @ ak
+        a_mat += np.outer(v, v) / (1 - h)
+    ref = np.trace(a_mat) ** 2 / np.trace(a_mat @ a_mat)
+    assert design.df(np.array([0]), None, 0.0)[0] == pytest.approx(ref)
+    # with keyword effects in the working model (rho = 2): tr(A S)^2 / tr((A S)^2), S = I + 2 ZZ'
+    z = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=float)
+    a_s = a_mat @ (np.eye(m) + 2 * z @ z.T)
+    assert design.df(np.array([0]), None, 2.0)[0] == pytest.approx(np.trace(a_s) ** 2 / np.trace(a_s @ a_s))
+    # equal keyword sizes: df = keywords - 1, whatever rho
+    assert design.df(np.array([1]), None, 0.0)[0] == pytest.approx(2.0)
+    # keyword variance ratio (one-way ANOVA moments): within-keyword MS = ((1-2)^2 + (3-2)^2) / (7 - 6) = 2;
+    # between keywords within demographics: a: 2*(2-3)^2 + (2-3)^2 + (6-3)^2 = 12, b: 2 -> 14 / (6 - 2);
+    # n0 = (7 - (4+1+1)/4 - 3/3) / 4 = 1.125; rho = (3.5 - 2) / 1.125 / 2
+    assert design.rho(df["sentiment"].to_numpy()) == pytest.approx((3.5 - 2) / 1.125 / 2)
+
+
+def test_template_gaps_and_template_adjusted_gap_by_hand():
+    from biaslens.metrics import community as cm
+
+    df = _cr2_table()
+    tg = cm.template_gaps(df, "sentiment").set_index("template")
+    # t1: a has 1, 2, 6 (mean 3), b has 0, 1 (mean 0.5); t2: a 3, b 2 (one prompt each: no test)
+    assert tg.loc["t1", "gap"] == pytest.approx(2.5)
+    assert tg.loc["t1", "p_value"] == pytest.approx(stats.ttest_ind([1, 2, 6], [0, 1], equal_var=False).pvalue)
+    assert tg.loc["t2", "gap"] == pytest.approx(1.0) and math.isnan(tg.loc["t2", "p_value"])
+    # template offsets: t1 mean 2, t2 mean 2.5, all 15/7
+    g = cm.demographic_gaps(df, "sentiment").iloc[0]
+    off = {"t1": 2.0 - 15 / 7, "t2": 2.5 - 15 / 7}
+    ya = [1 - off["t1"], 3 - off["t2"], 2 - off["t1"], 6 - off["t1"]]
+    yb = [0 - off["t1"], 1 - off["t1"], 2 - off["t2"]]
+    assert g["gap"] == pytest.approx(3.0 - 1.0)
+    assert g["gap_template_adjusted"] == pytest.approx(np.mean(ya) - np.mean(yb))
+
+
+def test_keyword_form_tests_and_paired_gap_change():
+    from biaslens.metrics import community as cm
+
+    kt = cm.keyword_tests(_table(), "sentiment")
+    r = kt[(kt["model"] == "m") & (kt["keyword"] == "poor")].iloc[0]
+    # one prompt (p1, replies -0.5 and 0.1): t interval over its replies; vs the rest (one prompt): no test
+    half = stats.t.ppf(0.975, 1) * np.std([-0.5, 0.1], ddof=1) / math.sqrt(2)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((-0.2 - half, -0.2 + half))
+    assert r["interval_over"] == "replies of its one prompt" and math.isnan(r["p_value"])
+    df = _cr2_table()
+    kt = cm.keyword_tests(df, "sentiment").set_index("keyword")
+    assert kt.loc["k1", "diff_vs_rest"] == pytest.approx(2.0 - 4.0)
+    assert kt.loc["k1", "p_value"] == pytest.approx(stats.ttest_ind([1, 3], [2, 6], equal_var=False).pvalue)
+    half = stats.t.ppf(0.975, 1) * math.sqrt(2) / math.sqrt(2)
+    assert (kt.loc["k1", "ci_low"], kt.loc["k1", "ci_high"]) == pytest.approx((2 - half, 2 + half))
+    ft = cm.form_tests(df.assign(form=np.where(df["keyword"].isin(["k1", "j1"]), "adjective", "plural")),
+                       "sentiment").set_index("form")
+    assert ft.loc["adjective", "mean"] == pytest.approx((1 + 3 + 0) / 3)
+    assert ft.loc["adjective", "n_keywords"] == 2 and ft.loc["plural", "n_keywords"] == 4
+    assert ft.loc["adjective", "diff_vs_rest"] == pytest.approx(4 / 3 - (2 + 6 + 1 + 2) / 4)
+    assert 0 <= ft.loc["adjective", "p_value"] <= 1
+    # paired change: the community model adds 1 to every prompt of a and 0.5 to p5 -> change per prompt
+    other = df.assign(model="c", sentiment=df["sentiment"] + np.where(df["demographic"] == "a", 1.0, 0.0)
+                      + np.where(df["prompt_id"] == "p5", 0.5, 0.0))
+    ch = cm.gap_changes(pd.concat([df, other], ignore_index=True), "sentiment").iloc[0]
+    assert (ch["model"], ch["base"]) == ("c", "m")
+    assert ch["gap_base"] == pytest.approx(2.0) and ch["change"] == pytest.approx(1.0 - 0.5 / 3)
+    assert ch["gap_model"] == pytest.approx(2.0 + 1.0 - 0.5 / 3)
+    # the change is a keyword-level contrast of the per-prompt differences
+    from biaslens.metrics.community import Design, keyword_level_contrasts
+
+    d = other["sentiment"].to_numpy() - df["sentiment"].to_numpy()
+    design, _ = Design.from_labels(df["demographic"].tolist(), df["keyword"].tolist())
+    ref = keyword_level_contrasts(d, design, np.array([0]), np.array([1]))
+    assert ch["p_value"] == pytest.approx(ref["p"][0]) and ch["ci_low"] == pytest.approx(ref["lo"][0])
 
 
 def test_mean_cis_and_extremes():
-    c = demographic_mean_cis(_table(), "sentiment", n_boot=500).set_index(["model", "demographic"])
+    c = demographic_mean_cis(_table(), "sentiment").set_index(["model", "demographic"])
     assert c.loc[("m", "poor"), "mean"] == pytest.approx(-0.3)
-    assert -0.4 <= c.loc[("m", "poor"), "ci_low"] <= -0.3 <= c.loc[("m", "poor"), "ci_high"] <= -0.2
+    # two keywords of one prompt each: the t interval with 1 df over the prompt means -0.2, -0.4
+    half = stats.t.ppf(0.975, 1) * np.std([-0.2, -0.4], ddof=1) / math.sqrt(2)
+    assert (c.loc[("m", "poor"), "ci_low"], c.loc[("m", "poor"), "ci_high"]) == pytest.approx((-0.3 - half, -0.3 + half))
+    assert c.loc[("m", "poor"), "n_keywords"] == 2
+    assert math.isnan(c.loc[("m2", "poor"), "ci_low"])  # one keyword
     neg = extreme_generations(_table(), "sentiment", k=2)
     assert neg[neg["model"] == "m"]["sentiment"].tolist() == [-0.5, -0.4]
     tox = extreme_generations(_table(), "toxicity", k=1, largest=True)

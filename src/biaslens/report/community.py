@@ -1,6 +1,7 @@
 """Report of the community suite: the paper's Tables 3 and 4 (demographics x models)
-as tables and heatmaps, per-dimension bars with bootstrap CIs, gap tests, keyword and
-form means, and the most negative/toxic replies (Table 2 shape).
+as tables and heatmaps, per-dimension bars with keyword-level CIs, gap tests (keyword-level, per
+template, and their change from the base model), keyword and form tests, and the most
+negative/toxic replies (Table 2 shape).
 
 Replies and prompts are model output / user data: they reach the HTML only inside
 report Tables (autoescaped) and as text drawn into PNG figures."""
@@ -53,7 +54,7 @@ def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: 
 
 
 def dimension_bars(cis: pd.DataFrame, score: str, models: list[str]):
-    """One panel per dimension: the demographics' means with 95% bootstrap CIs, one bar per model."""
+    """One panel per dimension: the demographics' means with 95% keyword-level CIs, one bar per model."""
     d = cis[cis["score"] == score]
     dims = list(dict.fromkeys(d["dimension"]))
     if not dims:
@@ -76,9 +77,10 @@ def dimension_bars(cis: pd.DataFrame, score: str, models: list[str]):
     axs[0][0].set_ylabel("S_mean" if score == "sentiment" else "T_mean")
     axs[0][-1].legend(fontsize=7)
     name = "Sentiment" if score == "sentiment" else "Toxicity"
-    return figure_from_matplotlib(fig, f"{name} per dimension, 95% bootstrap CI over prompts",
-                                  "Bars: mean of prompt means per demographic; whiskers: percentile bootstrap "
-                                  "resampling the demographic's prompts.")
+    return figure_from_matplotlib(fig, f"{name} per dimension, 95% keyword-level CI",
+                                  "Bars: mean of prompt means per demographic; whiskers: t interval with the "
+                                  "keyword as the unit (CR2 variance, Bell-McCaffrey df; none for a demographic "
+                                  "with one keyword).")
 
 
 def _round(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
@@ -86,13 +88,32 @@ def _round(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 
 def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
-    """The gap tests as a table that fits the page: the interval as one column, the prompt counts
-    as one ("a / b", and how many were missing), short model names."""
+    """The gap tests as a table that fits the page: keyword-level interval and Holm p first, the
+    simultaneous interval, keyword and prompt counts, then the prompt-level and template-adjusted
+    figures beside them; short model names."""
     t = _round(gaps.drop(columns="score"))
     t["model"] = [_short(str(m)) for m in t["model"]]
-    t.insert(t.columns.get_loc("gap") + 1, "gap 95% CI", intervals(t.pop("ci_low"), t.pop("ci_high")))
-    t["prompts a / b"] = [f"{a} / {b}" for a, b in zip(t.pop("n_prompts_a"), t.pop("n_prompts_b"), strict=True)]
-    t["prompts missing"] = t.pop("n_prompts_missing")
+    out = t[["model", "dimension", "demographic_a", "demographic_b", "mean_a", "mean_b", "gap"]].copy()
+    out["95% CI (keyword-level)"] = intervals(t["ci_low"], t["ci_high"])
+    out["p"] = t["p_value"]
+    out["p (Holm)"] = t["p_holm"]
+    out["simultaneous 95% CI"] = intervals(t["ci_low_simultaneous"], t["ci_high_simultaneous"])
+    out["keywords a / b"] = [f"{a} / {b}" for a, b in zip(t["n_keywords_a"], t["n_keywords_b"], strict=True)]
+    out["prompts a / b"] = [f"{a} / {b}" for a, b in zip(t["n_prompts_a"], t["n_prompts_b"], strict=True)]
+    out["prompts missing"] = t["n_prompts_missing"]
+    out["95% CI (prompt-level Welch)"] = intervals(t["ci_low_prompt"], t["ci_high_prompt"])
+    out["p (Holm, prompt-level)"] = t["p_holm_prompt"]
+    out["gap, templates balanced"] = t["gap_template_adjusted"]
+    out["its 95% CI"] = intervals(t["ci_low_template_adjusted"], t["ci_high_template_adjusted"])
+    out["its p (Holm)"] = t["p_holm_template_adjusted"]
+    return out
+
+
+def _with_interval(df: pd.DataFrame, lo: str, hi: str, name: str) -> pd.DataFrame:
+    t = _round(df)
+    if "model" in t:
+        t["model"] = [_short(str(m)) for m in t["model"]]
+    t.insert(t.columns.get_loc(lo), name, intervals(t.pop(lo), t.pop(hi)))
     return t
 
 
@@ -136,8 +157,14 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
     other_gaps = analysis.get("toxicity_gaps_other")
     sections.append(Section(
         "Gaps within each dimension",
-        "gap = mean(a) - mean(b). CI: percentile bootstrap over prompts; p: Welch's t-test on prompt means "
-        "(the replies to one prompt are not independent), Holm-adjusted over all pairs of a model and score.",
+        "gap = mean(a) - mean(b) (S_mean / T_mean differences, as the paper). The keyword is the unit of "
+        "inference: the replies to one prompt, and the prompts of one keyword, are not independent evidence about "
+        "a demographic. CI and p: t with a cluster-robust (CR2) variance over keywords and Bell-McCaffrey degrees "
+        "of freedom; p Holm-adjusted over all pairs of a model and score. The simultaneous CI (each pair at level "
+        "1 - 0.05/m) stays valid for a gap picked as the largest. A demographic with 3 keywords gives about 2 "
+        "degrees of freedom: wide intervals are what 3 keywords can tell. Beside them: the prompt-level Welch "
+        "figures (valid only if keywords do not differ) and the gap after removing each template's offset "
+        "(demographics have different template mixes).",
         figures=[f for f in (dimension_bars(analysis["mean_cis"], "sentiment", models),
                              dimension_bars(analysis["mean_cis"], "toxicity", models)) if f is not None],
         tables=[Table("Sentiment gaps", gap_table(gaps[gaps["score"] == "sentiment"]), max_rows=200),
@@ -145,11 +172,44 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                       "; ".join(card_note(c) for c in cards), max_rows=200),
                 *([Table(f"Toxicity gaps, {other_how}", gap_table(other_gaps), max_rows=200)]
                   if other_gaps is not None else [])]))
+    tg = analysis.get("template_gaps")
+    if tg is not None and len(tg):
+        sections.append(Section(
+            "Gaps per template",
+            "The gap within each template (a template's prompts of one demographic are distinct keywords, so "
+            "Welch's test over them is keyword-level); Holm over all of a model's template gaps per score. A gap "
+            "that appears only in the overall table can be a template mix.",
+            tables=[Table(f"{name.capitalize()} gaps per template",
+                          _with_interval(tg[tg["score"] == name].drop(columns="score"), "ci_low", "ci_high",
+                                         "95% CI"), max_rows=600)
+                    for name in ("sentiment", "toxicity")]))
+    changes = analysis.get("gap_changes")
+    if changes is not None and len(changes):
+        sections.append(Section(
+            "Did a gap change from the base model?",
+            "Paired over the prompts both models answered: per prompt the score difference model - base, "
+            "change = its mean over a's prompts - over b's, keyword-level t (the keyword stays a level); "
+            "Holm over each model's pairs per score. Side-by-side intervals that overlap do not say that.",
+            tables=[Table(f"{name.capitalize()} gap changes",
+                          _with_interval(changes[changes["score"] == name].drop(columns="score"), "ci_low", "ci_high",
+                                         "95% CI"), max_rows=400)
+                    for name in ("sentiment", "toxicity")]))
+    kt, ft = analysis.get("keyword_tests"), analysis.get("form_tests")
     sections.append(Section(
         "Keywords and grammatical forms",
-        "Per keyword (the paper notes that noun and adjective labels of a group differ) and per form.",
-        tables=[Table("Per grammatical form", _round(analysis["by_form"])),
-                Table("Per keyword", _round(analysis["by_keyword"]), max_rows=400)]))
+        "Per keyword (the paper notes that noun and adjective labels of a group differ): its mean with a t interval "
+        "over its prompts (over its replies when it has one prompt) and Welch's test against the rest of its "
+        "demographic. Per form: the mean with a keyword-level interval and the keyword-level test against all "
+        "other forms. Holm over each model's keywords / forms per score.",
+        tables=[*([Table("Per grammatical form: intervals and tests",
+                         _with_interval(_with_interval(ft, "ci_low", "ci_high", "95% CI"), "diff_ci_low",
+                                        "diff_ci_high", "difference 95% CI"))] if ft is not None else []),
+                *([Table("Per keyword: intervals and tests",
+                         _with_interval(_with_interval(kt, "ci_low", "ci_high", "95% CI"), "diff_ci_low",
+                                        "diff_ci_high", "difference 95% CI"), max_rows=400)]
+                  if kt is not None else []),
+                Table("Per grammatical form (all scores)", _round(analysis["by_form"])),
+                Table("Per keyword (all scores)", _round(analysis["by_keyword"]), max_rows=400)]))
     sections.append(Section(
         "Most negative and most toxic replies (Table 2 shape)",
         "Rare by construction: they show what a model can say, not what it typically says.",
