@@ -116,6 +116,10 @@ def test_finetune_tiny_model_then_compare(tmp_path, tiny_causal_lm, embedded_mod
     assert desc["separator"] == "<|sep|>" and desc["loss_on"] == "all"
     assert desc["data"]["counts"]["posts_without_comments"] > 0 and desc["data"]["removed"]["urls"] > 0
     assert desc["data"]["removed"]["html_tags"] > 0 and desc["data"]["removed"]["mentions"] > 0
+    # truncation is counted: posts cut at their end, separator and comment kept
+    tr = desc["truncation"]
+    assert tr["max_length"] == 48 and tr["examples"] == desc["data"]["counts"]["examples"]
+    assert {"posts_truncated", "comments_truncated"} <= set(tr) and "truncated to 48 tokens" in r.output
     assert record["steps"] == 3 and not (out / "checkpoints").exists()
     assert community_separator(out) == "<|sep|>" and community_separator(base) is None
 

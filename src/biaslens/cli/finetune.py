@@ -73,6 +73,9 @@ def _finetune_community(**a) -> None:
                   f"{c.get('empty_comments', 0) + c.get('deleted_comments', 0):,} empty/deleted comments, "
                   f"{c.get('orphan_comments', 0):,} comments of unknown posts")
     console.print("removed: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in r.items() if v) or "removed: nothing")
+    tr = res.data.get("truncation") or {}
+    console.print(f"truncated to {cfg.max_length} tokens: {tr.get('posts_truncated', 0):,} posts cut at their end "
+                  f"(separator and comment kept), {tr.get('comments_truncated', 0):,} comments cut")
     t = res.training
     console.print(f"trained {t.steps} steps, train loss {t.train_loss:.3f}"
                   + (f", eval perplexity {t.eval_perplexity:.1f}" if t.eval_perplexity else "")

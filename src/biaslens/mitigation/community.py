@@ -8,6 +8,12 @@ tokenizer and saved with the model; ``biaslens-training.json`` records it, so
 By default the LM loss covers the whole example, post included, as in the paper;
 ``loss_on="comment"`` makes the post context only (its tokens get no loss), which
 spends the model's capacity on the community's replies.
+
+Truncation to ``max_length`` tokens cuts the **post** (its end), never the separator or the
+comment: cutting the whole text from the right would turn a long post with k comments into k
+identical examples with neither separator nor comment. Only a comment that does not fit even
+after the post is cut to ``MIN_POST_TOKENS`` is cut at its end. The counts go into
+``biaslens-training.json`` (``description.truncation``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ log = logging.getLogger(__name__)
 #: the separator token added between post and comment
 DEFAULT_SEPARATOR = "<|sep|>"
 TRAINING_RECORD = "biaslens-training.json"
+#: tokens of the post kept when a comment is too long for the window (the comment is cut then)
+MIN_POST_TOKENS = 16
 
 
 @dataclass
@@ -52,24 +60,91 @@ def resolve_model_path(model: str) -> str:
     return model_folder(model)
 
 
-def _start_token(model_path: str) -> str | None:
-    """The document-start token the HF backend puts before prompts, so training texts
-    begin the same way generation prompts do."""
+def _tokenizer(model_path: str, separator: str):
+    """The base model's tokenizer with the separator added as a special token, as training adds it."""
     from transformers import AutoTokenizer
 
+    tok = AutoTokenizer.from_pretrained(model_path)
+    if separator not in tok.get_vocab():
+        tok.add_special_tokens({"additional_special_tokens": [separator]})
+    return tok
+
+
+def _start_token(tokenizer) -> str | None:
+    """The document-start token the HF backend puts before prompts, so training texts
+    begin the same way generation prompts do."""
     from biaslens.models.tokenized import pick_start_token
 
-    return pick_start_token(AutoTokenizer.from_pretrained(model_path))
+    return pick_start_token(tokenizer)
+
+
+def _n_tokens(tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _cut(tokenizer, text: str, n: int) -> str:
+    """The longest prefix of ``text`` made of its first ``n`` tokens (cut at a token boundary)."""
+    if n <= 0:
+        return ""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return text if n >= len(offsets) else text[: offsets[n - 1][1]]
+
+
+def fit_example(tokenizer, start: str, post: str, separator: str, comment: str,
+                max_length: int) -> tuple[str, str, bool, bool]:
+    """Cut ``post`` (and, only when unavoidable, the end of ``comment``) so that
+    ``start + post + separator + comment`` is at most ``max_length`` tokens.
+
+    Returns ``(post, comment, post_cut, comment_cut)``. The separator and the comment's start are
+    always kept: a comment longer than the window leaves ``MIN_POST_TOKENS`` of the post (fewer if
+    the window is tiny) and loses its own end.
+    """
+    fixed = _n_tokens(tokenizer, start + separator) if start else _n_tokens(tokenizer, separator)
+    n_post, n_comment = _n_tokens(tokenizer, post), _n_tokens(tokenizer, comment)
+    budget = max_length - fixed
+    if budget < 1:
+        raise ValueError(f"max_length {max_length} leaves no room beside the start token and separator")
+    if n_post + n_comment <= budget and _n_tokens(tokenizer, start + post + separator + comment) <= max_length:
+        return post, comment, False, False
+    keep_post = min(n_post, max(0, budget - n_comment))
+    comment_cut = False
+    if keep_post < min(n_post, MIN_POST_TOKENS):  # the comment alone (nearly) fills the window
+        keep_post = min(n_post, MIN_POST_TOKENS, budget // 2)
+        comment = _cut(tokenizer, comment, budget - keep_post)
+        comment_cut = True
+    new_post = _cut(tokenizer, post, keep_post)
+    # tokens can merge across the joins: shorten further until the whole text fits
+    while _n_tokens(tokenizer, start + new_post + separator + comment) > max_length:
+        if keep_post > 0:
+            keep_post -= 1
+            new_post = _cut(tokenizer, post, keep_post)
+        else:
+            comment = _cut(tokenizer, comment, _n_tokens(tokenizer, comment) - 1)
+            comment_cut = True
+    return new_post, comment, new_post != post, comment_cut
 
 
 def community_examples(data: CommunityData, *, separator: str = DEFAULT_SEPARATOR, start_token: str | None = None,
-                       loss_on: Literal["all", "comment"] = "all") -> list[TrainExample]:
-    """Training examples ``<start>post<sep>comment`` from cleaned pairs."""
+                       loss_on: Literal["all", "comment"] = "all", tokenizer=None,
+                       max_length: int | None = None, counts: dict[str, int] | None = None) -> list[TrainExample]:
+    """Training examples ``<start>post<sep>comment`` from cleaned pairs; with ``tokenizer`` and
+    ``max_length`` each is fitted to the window by :func:`fit_example` (the post is cut, the
+    separator and comment kept), and ``counts`` receives how many were cut."""
     out = []
     start = start_token or ""
+    c = {"examples": 0, "posts_truncated": 0, "comments_truncated": 0, "posts_emptied": 0}
     for ex in data.examples:
-        prefix = f"{start}{ex.post}{separator}"
-        out.append(TrainExample(text=prefix + ex.comment, prompt_chars=len(prefix) if loss_on == "comment" else 0))
+        post, comment = ex.post, ex.comment
+        if tokenizer is not None and max_length is not None:
+            post, comment, post_cut, comment_cut = fit_example(tokenizer, start, post, separator, comment, max_length)
+            c["posts_truncated"] += post_cut
+            c["comments_truncated"] += comment_cut
+            c["posts_emptied"] += post_cut and not post.strip()
+        c["examples"] += 1
+        prefix = f"{start}{post}{separator}"
+        out.append(TrainExample(text=prefix + comment, prompt_chars=len(prefix) if loss_on == "comment" else 0))
+    if counts is not None:
+        counts.update(c)
     return out
 
 
@@ -113,8 +188,15 @@ def finetune_community(
     cfg = config or TrainingConfig(epochs=2.0, max_length=128)
     cd = read_community(data, comments=comments, columns=columns, limit=limit)
     model_path = resolve_model_path(model)
-    start = _start_token(model_path)
-    examples = community_examples(cd, separator=separator, start_token=start, loss_on=loss_on)
+    tokenizer = _tokenizer(model_path, separator)
+    start = _start_token(tokenizer)
+    truncation: dict[str, int] = {}
+    examples = community_examples(cd, separator=separator, start_token=start, loss_on=loss_on, tokenizer=tokenizer,
+                                  max_length=cfg.max_length, counts=truncation)
+    if truncation["posts_truncated"] or truncation["comments_truncated"]:
+        log.info("truncation to %d tokens: %d of %d posts cut at their end (separator and comment kept), "
+                 "%d comments cut", cfg.max_length, truncation["posts_truncated"], truncation["examples"],
+                 truncation["comments_truncated"])
     train, evals = examples, []
     if eval_fraction > 0:
         import numpy as np
@@ -127,11 +209,15 @@ def finetune_community(
             evals = [x for x, e in zip(examples, cd.examples) if e.post_id in held]
     description = {"method": "community", "community": community or Path(data).stem, "separator": separator,
                    "start_token": start, "loss_on": loss_on, "data": cd.summary(),
+                   "truncation": {"max_length": cfg.max_length, "rule": "post cut at its end; separator and comment "
+                                  f"kept (a comment is cut at its end only beyond max_length - {MIN_POST_TOKENS} "
+                                  "post tokens)", **truncation},
                    "eval_fraction": eval_fraction}
     log.info("community fine-tuning: %d examples (%d eval) from %s", len(train), len(evals), ", ".join(cd.sources))
     result = train_causal_lm(model_path, train, out, config=cfg, eval_examples=evals or None,
                              add_special_tokens=[separator], description=description)
-    return CommunityFinetuneResult(out=Path(out), training=result, data=cd.summary(), separator=separator)
+    return CommunityFinetuneResult(out=Path(out), training=result, data=cd.summary() | {"truncation": truncation},
+                                   separator=separator)
 
 
 def community_separator(model_dir: str | Path) -> str | None:
