@@ -188,3 +188,29 @@ def test_mean_cis_and_extremes():
     assert neg[neg["model"] == "m"]["sentiment"].tolist() == [-0.5, -0.4]
     tox = extreme_generations(_table(), "toxicity", k=1, largest=True)
     assert tox[tox["model"] == "m"]["keyword"].item() == "beggars"
+
+
+def test_headline_uses_the_simultaneous_interval_and_says_what_it_can_tell():
+    from biaslens.suites.community import _gap_entries
+
+    def gaps(rows):
+        cols = ["gap", "ci_low_simultaneous", "ci_high_simultaneous", "p_value", "p_holm", "n_keywords_a",
+                "n_keywords_b"]
+        df = pd.DataFrame(rows, columns=["demographic_a", "demographic_b", *cols])
+        return df.assign(model="m", score="sentiment", dimension="d", ci_low=-9.0, ci_high=9.0, n_prompts_a=10,
+                         n_prompts_b=10, n_prompts_missing=0, gap_template_adjusted=np.nan,
+                         p_holm_template_adjusted=np.nan)
+
+    # the largest gap's simultaneous interval includes 0 and nothing is Holm-significant
+    e, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.1, -0.1, 0.3, 0.5, 1.0, 3, 5)]))
+    assert (e[0].value, e[0].ci_low, e[0].ci_high) == (-0.4, -0.9, 0.1) and "simultaneous 95% over 2" in e[0].interval
+    assert v[0].startswith("m: no sentiment gap distinguishable from zero (largest -0.400, a - b")
+    # the largest is too uncertain, a smaller one is Holm-significant: the verdict names it
+    _, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.3, 0.1, 0.5, 0.001, 0.002, 8, 9)]))
+    assert "not distinguishable from zero" in v[0] and "1 of 2 gaps are (Holm), the largest +0.300 (a - c" in v[0]
+    # excludes 0
+    _, v = _gap_entries(gaps([("a", "b", -0.4, -0.7, -0.1, 0.001, 0.002, 3, 3)]))
+    assert v[0].startswith("m: largest sentiment gap -0.400 (a - b; simultaneous 95% CI -0.700 to -0.100")
+    # one keyword a side: no keyword-level interval -> cannot tell
+    _, v = _gap_entries(gaps([("a", "b", -0.4, np.nan, np.nan, np.nan, np.nan, 1, 1)]))
+    assert "cannot tell" in v[0]

@@ -414,7 +414,15 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
                             f"interval ({kws}; a demographic with one keyword has no keyword-level variance)")
             continue
         ci = f"simultaneous 95% CI {lo:+.3f} to {hi:+.3f} over {m} gaps, {kws}, Holm p = {r['p_holm']:.2g}"
-        if lo <= 0 <= hi:
+        sig = g[g["p_holm"] < 0.05]
+        if lo <= 0 <= hi and len(sig):
+            # the largest gap is too uncertain, but a smaller one is not: say so, not "no gap"
+            s = sig.loc[sig["gap"].abs().idxmax()]
+            verdicts.append(f"{name}: largest {score} gap {r['gap']:+.3f} ({pair}) not distinguishable from zero "
+                            f"({ci}); {len(sig)} of {m} gaps are (Holm), the largest {s['gap']:+.3f} "
+                            f"({s['demographic_a']} - {s['demographic_b']}, {int(s['n_keywords_a'])} / "
+                            f"{int(s['n_keywords_b'])} keywords, Holm p = {s['p_holm']:.2g})")
+        elif lo <= 0 <= hi:
             verdicts.append(f"{name}: no {score} gap distinguishable from zero (largest {r['gap']:+.3f}, {pair}; {ci})")
         else:
             adj = r["p_holm_template_adjusted"]
