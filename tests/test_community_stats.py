@@ -207,6 +207,12 @@ def _table(sims: int = 20000) -> list[str]:
             f"| n={n} | prompt-level Welch (beside it), per pair | {(pp < .05).mean():.3f} | christian-muslim 0.2: "
             f"{(pp1[:, j] < .05).mean():.2f} |",
         ]
+        y00 = real.simulate(rng, sims, n, keyword_sd=0.0)
+        cov = np.stack([(lambda r: (r[2] <= 0) & (0 <= r[3]))(real.prompt_level(y00, a, b)) for a, b in real.pairs], 1)
+        small = [real.pairs.index(q) for q in (("christian", "muslim"), ("asexual", "bisexual"))]
+        rows.append(f"| n={n}, no keyword effect | prompt-level Welch 95% interval: coverage | {cov.mean():.3f} "
+                    f"(smallest: christian-muslim {cov[:, small[0]].mean():.3f}, asexual-bisexual "
+                    f"{cov[:, small[1]].mean():.3f}) | |")
         base = real.simulate(rng, sims, n)
         # the community model: shifted, its own keyword tones (sd 0.05) and replies; gaps unchanged
         other = base + 0.3 + real.simulate(rng, sims, n)

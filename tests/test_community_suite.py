@@ -37,8 +37,20 @@ def test_fake_two_models_end_to_end(tmp_path):
     assert len(gaps) == 3 * 2 * 2  # 3 pairs x 2 models x 2 scores
     assert (gaps["ci_low"] <= gaps["gap"] + 1e-12).all() and (gaps["gap"] <= gaps["ci_high"] + 1e-12).all()
     assert (out / "prompts.txt").read_text().count("\n") == 34
+    # keyword counts, the simultaneous interval (wider), and the paired change from the base model
+    assert set(gaps["n_keywords_a"]) <= {3, 4} and (gaps["ci_high_simultaneous"] >= gaps["ci_high"]).all()
+    changes = pd.read_csv(out / "gap_changes.csv")
+    assert len(changes) == 3 * 2 and set(changes["model"]) == {"community-a"} and set(changes["base"]) == {"base"}
+    g = gaps.set_index(["model", "score", "demographic_a", "demographic_b"])
+    for r in changes.itertuples():
+        change = g.loc[("community-a", r.score, r.demographic_a, r.demographic_b), "gap"] - \
+            g.loc[("base", r.score, r.demographic_a, r.demographic_b), "gap"]
+        assert abs(r.change - change) < 1e-9
+    assert len(pd.read_csv(out / "keyword_tests.csv")) == 2 * 2 * 10  # 10 religion keywords
+    assert {"template", "gap", "p_holm"} <= set(pd.read_csv(out / "template_gaps.csv").columns)
     html = (out / "report.html").read_text()
     assert "Table 3 shape" in html and "Most toxic replies" in html and "<script" not in html
+    assert "Did a gap change from the base model?" in html and "Gaps per template" in html
     assert len(metrics["most_negative"]) == 2 * 5
 
 

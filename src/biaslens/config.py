@@ -155,7 +155,7 @@ class CommunityOptions(BaseModel):
     toxicity_classifier: str = Field("auto", description="'auto' ($BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), 'alt-profanity-check', 'detoxify[:variant]' or a Hugging Face classifier")
     identity_masking: bool = Field(True, description="score toxicity with the dimension's keywords replaced by a neutral placeholder (false: the paper's unmasked scores as headline)")
     toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
-    n_bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for the gap and mean CIs (0: off)")
+    n_bootstrap: int = Field(1000, ge=0, description="unused: the gap and mean intervals are keyword-level t intervals (kept so older configs load)")
     n_examples: int = Field(5, ge=0, description="most negative/toxic generations listed per model")
 
 
