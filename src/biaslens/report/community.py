@@ -87,34 +87,77 @@ def _round(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     return df.round({c: digits for c in df.columns if df[c].dtype.kind == "f"})
 
 
-def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
-    """The gap tests as a table that fits the page: keyword-level interval and Holm p first, the
-    simultaneous interval, keyword and prompt counts, then the prompt-level and template-adjusted
-    figures beside them; short model names."""
-    t = _round(gaps.drop(columns="score"))
-    t["model"] = [_short(str(m)) for m in t["model"]]
-    out = t[["model", "dimension", "demographic_a", "demographic_b", "mean_a", "mean_b", "gap"]].copy()
-    out["95% CI (keyword-level)"] = intervals(t["ci_low"], t["ci_high"])
-    out["p"] = t["p_value"]
-    out["p (Holm)"] = t["p_holm"]
-    out["simultaneous 95% CI"] = intervals(t["ci_low_simultaneous"], t["ci_high_simultaneous"])
-    out["keywords a / b"] = [f"{a} / {b}" for a, b in zip(t["n_keywords_a"], t["n_keywords_b"], strict=True)]
-    out["prompts a / b"] = [f"{a} / {b}" for a, b in zip(t["n_prompts_a"], t["n_prompts_b"], strict=True)]
-    out["prompts missing"] = t["n_prompts_missing"]
-    out["95% CI (prompt-level Welch)"] = intervals(t["ci_low_prompt"], t["ci_high_prompt"])
-    out["p (Holm, prompt-level)"] = t["p_holm_prompt"]
-    out["gap, templates balanced"] = t["gap_template_adjusted"]
-    out["its 95% CI"] = intervals(t["ci_low_template_adjusted"], t["ci_high_template_adjusted"])
-    out["its p (Holm)"] = t["p_holm_template_adjusted"]
-    return out
-
-
-def _with_interval(df: pd.DataFrame, lo: str, hi: str, name: str) -> pd.DataFrame:
-    t = _round(df)
+def _compact(df: pd.DataFrame, spec: list[tuple[str, object]]) -> pd.DataFrame:
+    """A page-width table: ``spec`` lists (header, column name or function of the rounded frame).
+    Headers have spaces so they wrap; the demographic pair, intervals and counts are one column each."""
+    t = _round(df.reset_index(drop=True))
     if "model" in t:
         t["model"] = [_short(str(m)) for m in t["model"]]
-    t.insert(t.columns.get_loc(lo), name, intervals(t.pop(lo), t.pop(hi)))
-    return t
+    return pd.DataFrame({name: (col(t) if callable(col) else t[col]) for name, col in spec})
+
+
+def _pair(t: pd.DataFrame) -> list[str]:
+    return [f"{a} - {b}" for a, b in zip(t["demographic_a"], t["demographic_b"], strict=True)]
+
+
+def _ci(lo: str, hi: str):
+    return lambda t: intervals(t[lo], t[hi])
+
+
+def _slash(a: str, b: str):
+    return lambda t: [f"{x} / {y}" for x, y in zip(t[a], t[b], strict=True)]
+
+
+def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
+    """The gap tests: keyword-level interval and p, Holm p, the simultaneous interval, what each
+    side rests on (keywords, prompts, prompts without a score)."""
+    return _compact(gaps, [("model", "model"), ("dimension", "dimension"), ("a - b", _pair), ("gap", "gap"),
+                           ("95% CI", _ci("ci_low", "ci_high")), ("p", "p_value"), ("p (Holm)", "p_holm"),
+                           ("simultaneous 95% CI", _ci("ci_low_simultaneous", "ci_high_simultaneous")),
+                           ("keywords a / b", _slash("n_keywords_a", "n_keywords_b")),
+                           ("prompts a / b", _slash("n_prompts_a", "n_prompts_b")),
+                           ("prompts missing", "n_prompts_missing")])
+
+
+def gap_beside_table(gaps: pd.DataFrame) -> pd.DataFrame:
+    """Beside the gap tests: prompts as independent units (Welch), and the gap with template offsets
+    removed."""
+    return _compact(gaps, [("model", "model"), ("dimension", "dimension"), ("a - b", _pair), ("gap", "gap"),
+                           ("prompt-level 95% CI", _ci("ci_low_prompt", "ci_high_prompt")),
+                           ("prompt-level p (Holm)", "p_holm_prompt"),
+                           ("gap, templates balanced", "gap_template_adjusted"),
+                           ("its 95% CI", _ci("ci_low_template_adjusted", "ci_high_template_adjusted")),
+                           ("its p (Holm)", "p_holm_template_adjusted")])
+
+
+def template_gap_table(tg: pd.DataFrame) -> pd.DataFrame:
+    return _compact(tg, [("model", "model"), ("dimension", "dimension"), ("a - b", _pair), ("template", "template"),
+                         ("gap", "gap"), ("95% CI", _ci("ci_low", "ci_high")), ("p", "p_value"),
+                         ("p (Holm)", "p_holm"), ("prompts a / b", _slash("n_prompts_a", "n_prompts_b"))])
+
+
+def change_table(ch: pd.DataFrame) -> pd.DataFrame:
+    return _compact(ch, [("model", "model"), ("dimension", "dimension"), ("a - b", _pair),
+                         ("gap, base", "gap_base"), ("gap, model", "gap_model"), ("change", "change"),
+                         ("95% CI", _ci("ci_low", "ci_high")), ("p (Holm)", "p_holm"),
+                         ("prompt-level p", "p_value_prompt"), ("keywords a / b", _slash("n_keywords_a", "n_keywords_b"))])
+
+
+def keyword_table(kt: pd.DataFrame) -> pd.DataFrame:
+    return _compact(kt, [("model", "model"), ("demographic", "demographic"), ("keyword", "keyword"), ("form", "form"),
+                         ("mean", "mean"), ("95% CI", _ci("ci_low", "ci_high")),
+                         ("CI over", lambda t: ["replies" if v.startswith("replies") else "prompts"
+                                                for v in t["interval_over"]]),
+                         ("prompts", "n_prompts"), ("vs rest of demographic", "diff_vs_rest"),
+                         ("its 95% CI", _ci("diff_ci_low", "diff_ci_high")), ("p", "p_value"),
+                         ("p (Holm)", "p_holm")])
+
+
+def form_table(ft: pd.DataFrame) -> pd.DataFrame:
+    return _compact(ft, [("model", "model"), ("form", "form"), ("mean", "mean"), ("95% CI", _ci("ci_low", "ci_high")),
+                         ("keywords", "n_keywords"), ("prompts", "n_prompts"), ("vs other forms", "diff_vs_rest"),
+                         ("its 95% CI", _ci("diff_ci_low", "diff_ci_high")), ("p", "p_value"),
+                         ("p (Holm)", "p_holm")])
 
 
 def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
@@ -170,6 +213,9 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         tables=[Table("Sentiment gaps", gap_table(gaps[gaps["score"] == "sentiment"]), max_rows=200),
                 Table(f"Toxicity gaps ({how})", gap_table(gaps[gaps["score"] == "toxicity"]),
                       "; ".join(card_note(c) for c in cards), max_rows=200),
+                *[Table(f"{name.capitalize()} gaps: prompt-level and with templates balanced (beside)",
+                        gap_beside_table(gaps[gaps["score"] == name]), max_rows=200)
+                  for name in ("sentiment", "toxicity")],
                 *([Table(f"Toxicity gaps, {other_how}", gap_table(other_gaps), max_rows=200)]
                   if other_gaps is not None else [])]))
     tg = analysis.get("template_gaps")
@@ -180,8 +226,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
             "Welch's test over them is keyword-level); Holm over all of a model's template gaps per score. A gap "
             "that appears only in the overall table can be a template mix.",
             tables=[Table(f"{name.capitalize()} gaps per template",
-                          _with_interval(tg[tg["score"] == name].drop(columns="score"), "ci_low", "ci_high",
-                                         "95% CI"), max_rows=600)
+                          template_gap_table(tg[tg["score"] == name]), max_rows=600)
                     for name in ("sentiment", "toxicity")]))
     changes = analysis.get("gap_changes")
     if changes is not None and len(changes):
@@ -191,8 +236,8 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
             "change = its mean over a's prompts - over b's, keyword-level t (the keyword stays a level); "
             "Holm over each model's pairs per score. Side-by-side intervals that overlap do not say that.",
             tables=[Table(f"{name.capitalize()} gap changes",
-                          _with_interval(changes[changes["score"] == name].drop(columns="score"), "ci_low", "ci_high",
-                                         "95% CI"), max_rows=400)
+                          change_table(changes[changes["score"] == name]),
+                          f"base model: {_short(str(changes['base'].iloc[0]))}", max_rows=400)
                     for name in ("sentiment", "toxicity")]))
     kt, ft = analysis.get("keyword_tests"), analysis.get("form_tests")
     sections.append(Section(
@@ -201,13 +246,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "over its prompts (over its replies when it has one prompt) and Welch's test against the rest of its "
         "demographic. Per form: the mean with a keyword-level interval and the keyword-level test against all "
         "other forms. Holm over each model's keywords / forms per score.",
-        tables=[*([Table("Per grammatical form: intervals and tests",
-                         _with_interval(_with_interval(ft, "ci_low", "ci_high", "95% CI"), "diff_ci_low",
-                                        "diff_ci_high", "difference 95% CI"))] if ft is not None else []),
-                *([Table("Per keyword: intervals and tests",
-                         _with_interval(_with_interval(kt, "ci_low", "ci_high", "95% CI"), "diff_ci_low",
-                                        "diff_ci_high", "difference 95% CI"), max_rows=400)]
-                  if kt is not None else []),
+        tables=[*([Table(f"Per grammatical form: {name}", form_table(ft[ft["score"] == name]))
+                   for name in ("sentiment", "toxicity")] if ft is not None else []),
+                *([Table(f"Per keyword: {name}", keyword_table(kt[kt["score"] == name]), max_rows=400)
+                   for name in ("sentiment", "toxicity")] if kt is not None else []),
                 Table("Per grammatical form (all scores)", _round(analysis["by_form"])),
                 Table("Per keyword (all scores)", _round(analysis["by_keyword"]), max_rows=400)]))
     sections.append(Section(
