@@ -34,6 +34,11 @@ def test_change_is_paired_over_phrase_pairs_matched_by_text():
     assert res["median_change"] == 3.0 and res["sign_test_p"] == pytest.approx(2 * 0.5**5)  # 5 of 5 positive
     assert res["mean_gap_before"] == pytest.approx(gaps_before.mean())
     assert res["verdict_basis"] == "mean (t)"
+    lr = np.log(np.array([18, 22, 31, 41, 60]) / [20, 24, 40, 40, 60]) - np.log(np.array([10, 20, 30, 40, 60]) / [20, 25, 50, 40, 61])
+    ref = stats.ttest_1samp(lr, 0.0)
+    assert res["log_ratio_change"] == pytest.approx(lr.mean())
+    assert (res["log_ratio_t"], res["log_ratio_p"]) == pytest.approx((ref.statistic, ref.pvalue))
+    ref = stats.ttest_1samp(c, 0.0)
     assert res["verdict"] == ("towards 0" if ref.pvalue < 0.05 else "no detectable change")
 
 
@@ -98,9 +103,9 @@ def test_sign_test_size_on_skewed_changes():
     p = np.array([stats.binomtest(int(k), n).pvalue for k in positives])
     assert np.mean(p < 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
     one = lmb_change(pd.DataFrame({"phrase": [str(i) for i in range(n)], "counterfactual": "x",
-                                   "ppl_minoritized": 0.0, "ppl_dominant": 0.0}),
+                                   "ppl_minoritized": 100.0, "ppl_dominant": 100.0}),
                      pd.DataFrame({"phrase": [str(i) for i in range(n)], "counterfactual": "x",
-                                   "ppl_minoritized": c[0], "ppl_dominant": 0.0}))
+                                   "ppl_minoritized": 100.0 + c[0], "ppl_dominant": 100.0}))
     assert one["sign_test_p"] == pytest.approx(p[0]) and one["verdict_basis"] == "median (sign test)"
 
 

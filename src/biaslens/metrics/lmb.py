@@ -268,12 +268,15 @@ def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05
     def gaps(df: pd.DataFrame) -> pd.DataFrame:
         out = df[list(keys)].copy()
         out["_k"] = out.groupby(list(keys), sort=False).cumcount()
-        out["gap"] = (pd.to_numeric(df["ppl_minoritized"], errors="coerce")
-                      - pd.to_numeric(df["ppl_dominant"], errors="coerce")).to_numpy()
+        pm = pd.to_numeric(df["ppl_minoritized"], errors="coerce").to_numpy(np.float64)
+        pd_ = pd.to_numeric(df["ppl_dominant"], errors="coerce").to_numpy(np.float64)
+        out["gap"] = pm - pd_
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["logratio"] = np.log(pm / pd_)
         return out
 
     merged = gaps(before).merge(gaps(after), on=[*keys, "_k"], suffixes=("_before", "_after"))
-    merged = merged[np.isfinite(merged["gap_before"]) & np.isfinite(merged["gap_after"])]
+    merged = merged[np.isfinite(merged[["gap_before", "gap_after", "logratio_before", "logratio_after"]]).all(axis=1)]
     n = len(merged)
     out: dict[str, Any] = {"n_pairs": n, "n_before": len(before), "n_after": len(after)}
     if n < 3:
@@ -292,6 +295,13 @@ def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05
         verdict = "no detectable change"
     else:
         verdict = "towards 0" if np.sign(change) == -np.sign(before) else "away from 0"
+    # scale-free companion: fine-tuning moves every perplexity (the LM perplexity too), and a
+    # perplexity gap grows with their scale; log(ppl_min / ppl_dom) does not
+    lrb, lra = merged["logratio_before"].to_numpy(np.float64), merged["logratio_after"].to_numpy(np.float64)
+    lt, lp, llo, lhi = (float(v) for v in change_test(lrb, lra, level=level))
+    out.update({"mean_log_ratio_before": float(lrb.mean()), "mean_log_ratio_after": float(lra.mean()),
+                "log_ratio_change": float((lra - lrb).mean()), "log_ratio_change_ci": [llo, lhi],
+                "log_ratio_t": lt, "log_ratio_p": lp, "log_ratio_change_skew": float(stats.skew(lra - lrb))})
     return {**out, "mean_gap_before": float(gb.mean()), "mean_gap_after": float(ga.mean()),
             "median_gap_before": float(np.median(gb)), "median_gap_after": float(np.median(ga)),
             "mean_change": float(c.mean()), "mean_change_ci": [lo, hi], "t": t, "p": p,

@@ -183,6 +183,9 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
                              "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
                              "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
                              "sign test p": ch.get("sign_test_p"),
+                             "log-ratio change": ch.get("log_ratio_change"),
+                             "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
+                             "log-ratio p": ch.get("log_ratio_p"),
                              "verdict": (f"{ch['verdict']}: {ch['reason']}" if "reason" in ch
                                          else f"{ch['verdict']} (by the {ch['verdict_basis']})")})
     return rows, out
