@@ -288,7 +288,7 @@ def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05
     sign_p = float(stats.quantile_test(c, q=0.0, p=0.5).pvalue)
     skew = float(stats.skew(c))
     # a t-test on heavily skewed changes rejects a true null of mean 0 far too often (simulated:
-    # 12% at the 5% level, n = 235): the verdict then rests on the sign test of the median change
+    # 11% at the 5% level, n = 235): the verdict then rests on the sign test of the median change
     robust = abs(skew) > HEAVY_SKEW
     basis_p, change, before = (sign_p, med, np.median(gb)) if robust else (p, c.mean(), gb.mean())
     if not basis_p < alpha:
