@@ -18,6 +18,7 @@ from biaslens.mitigation.redditbias import (
     make_lmd_loss,
     resolve_terms,
     run_grid,
+    target_spans,
 )
 from biaslens.mitigation.training import TrainingConfig
 
@@ -197,14 +198,80 @@ def test_eval_perplexity_is_the_plain_lm_perplexity(tiny_models, tmp_path):
     valid = ["i think jews are loud.", "jews are greedy and christians are"]
     examples, _ = build_examples(valid, "lmd", terms)
     cfg = TrainingConfig(max_steps=1, batch_size=2, lm_weight=0.01, extra_weight=10.0, max_length=32,
-                         learning_rate=1e-30)  # the weights stay (numerically) those of the base model
+                         learning_rate=1e-30, start_token="<|endoftext|>")  # weights stay those of the base model
     res = train_causal_lm(tiny_models["gpt2"], examples, tmp_path / "m", config=cfg, eval_examples=examples,
                           extra_loss=make_lmd_loss(terms))
     model = AutoModelForCausalLM.from_pretrained(tiny_models["gpt2"])
     enc = tok(valid, add_special_tokens=False, padding=True, return_tensors="pt")
-    labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+    start = torch.full((len(valid), 1), tok.convert_tokens_to_ids("<|endoftext|>"))
+    ids = torch.cat([start, enc["input_ids"]], 1)  # the start token: context, its own label ignored
+    mask = torch.cat([torch.ones_like(start), enc["attention_mask"]], 1)
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, 0] = -100
     with torch.no_grad():
-        lm = model(**enc, labels=labels).loss.item()
+        lm = model(input_ids=ids, attention_mask=mask, labels=labels).loss.item()
     assert res.eval_loss == pytest.approx(lm, rel=1e-4)
     assert res.eval_perplexity == pytest.approx(math.exp(lm), rel=1e-4)
     assert res.eval_extra_loss is not None and res.eval_extra_loss > 0  # recorded on its own
+
+
+def test_debias_json_counts_the_occurrences_that_carried_the_loss(tiny_models, tmp_path):
+    """target_occurrences = the occurrences the LMD loss receives over the training set (start
+    token included, so the phrases opening with a target count), checked against the phrases."""
+    from transformers import AutoTokenizer
+
+    from biaslens.mitigation.redditbias import lmd_positions, load_debias_data
+    from biaslens.mitigation.training import _Examples, start_token_id
+
+    _, record = debias(tiny_models["llama"], tmp_path / "out", _opts("lmd", max_steps=1))
+    assert record["start_token"] == "<|endoftext|>"
+    tok = AutoTokenizer.from_pretrained(tiny_models["llama"])
+    terms = resolve_terms(SPEC, tok)
+    texts = load_debias_data(SPEC, None, max_template_pairs=24).train
+    examples, counts = build_examples(texts, "lmd", terms)
+    items = _Examples(tok, examples, 32, start_token_id(tok, "<|endoftext|>")).items
+    positions = lmd_positions([it["target_spans"] for it in items])
+    opening = [t for t in texts if target_spans(t, terms) and target_spans(t, terms)[0][0] == 0]
+    assert opening, "the templates have phrases that open with a target"
+    assert sum(pos == 0 for _, pos, _ in positions) == len(opening)  # each predicted by the start token
+    assert {b for b, _, _ in positions} == {b for b, t in enumerate(texts) if target_spans(t, terms)}
+    assert record["target_occurrences"] == len(positions) == counts["target_occurrences"]
+    assert record["target_occurrences_in_text"] == counts["target_occurrences"]
+    assert record["target_occurrences_cut_by_truncation"] == 0
+
+
+def test_a_target_at_token_0_without_a_start_token_is_an_error():
+    from biaslens.datasets.redditbias import RedditBiasError
+    from biaslens.mitigation.redditbias import lmd_positions
+
+    assert lmd_positions([[(1, 2, 7)], [(3, 4, 0), (5, 6, 1)]]) == [(0, 0, 7), (1, 2, 0), (1, 4, 1)]
+    with pytest.raises(RedditBiasError, match="start token"):
+        lmd_positions([[(0, 1, 3)]])
+
+
+@pytest.mark.parametrize("eval_steps,expected", [(None, [2]), (1, [1, 2])])
+def test_validation_is_evaluated_once_per_evaluation_point(tiny_models, tmp_path, monkeypatch, eval_steps, expected):
+    """A 2-step run evaluates at step 2 only (before: the Trainer's evaluation at the last step
+    plus a second pass after training); the reported eval loss is that evaluation's."""
+    from transformers import Trainer
+
+    from biaslens.mitigation.training import train_causal_lm
+
+    calls = []
+    original = Trainer.evaluation_loop
+
+    def counting(self, *args, **kwargs):
+        calls.append(self.state.global_step)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "evaluation_loop", counting)
+    tok = __import__("transformers").AutoTokenizer.from_pretrained(tiny_models["gpt2"])
+    terms = resolve_terms(SPEC, tok)
+    examples, _ = build_examples(["i think jews are loud.", "christians are greedy.", "muslims are kind."], "lmd", terms)
+    cfg = TrainingConfig(max_steps=2, batch_size=2, max_length=32, eval_steps=eval_steps, start_token="<|endoftext|>")
+    res = train_causal_lm(tiny_models["gpt2"], examples, tmp_path / "m", config=cfg, eval_examples=examples,
+                          extra_loss=make_lmd_loss(terms))
+    assert calls == expected
+    last = [h for h in res.history if "eval_loss" in h][-1]
+    assert last["step"] == 2 and res.eval_loss == last["eval_loss"]
+    assert res.eval_extra_loss == last["eval_extra_loss"] and res.eval_extra_loss > 0

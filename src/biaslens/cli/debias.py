@@ -36,7 +36,7 @@ def _make_command(method: str):
         grad_accum: int = typer.Option(1, "--grad-accum", help="Gradient accumulation steps."),
         lr: float = typer.Option(5e-5, "--lr", help="AdamW learning rate (paper: 5e-5)."),
         max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N optimizer steps (-1: run the epochs)."),
-        max_length: int = typer.Option(128, "--max-length", help="Tokens per text (longer ones are cut)."),
+        max_length: int = typer.Option(128, "--max-length", help="Tokens per text, the start token included (longer texts are cut)."),
         save_steps: int = typer.Option(50, "--save-steps", help="Checkpoint every N steps (resume point)."),
         seed: int = typer.Option(0, "--seed", help="Training seed."),
         cda_mode: Optional[str] = typer.Option(None, "--cda-mode", help="cda: targets (CTDA, default) or attributes (CADA)."),

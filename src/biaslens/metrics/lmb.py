@@ -238,3 +238,75 @@ def lmb_by_view(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
         else:
             entry["attribute_swap"] = d
     return pd.DataFrame(rows), metrics
+
+
+def change_test(gap_before, gap_after, *, level: float = 0.95) -> tuple[np.ndarray, ...]:
+    """Paired t-test of ``gap_after - gap_before`` over the last axis (pairs): ``(t, p, ci_low,
+    ci_high)`` of the mean change; vectorised over leading axes (simulations)."""
+    res = stats.ttest_rel(np.asarray(gap_after, np.float64), np.asarray(gap_before, np.float64), axis=-1)
+    ci = res.confidence_interval(level)
+    return res.statistic, res.pvalue, ci.low, ci.high
+
+
+def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05, level: float = 0.95,
+               keys: tuple[str, ...] = ("phrase", "counterfactual")) -> dict[str, Any]:
+    """Paired before/after test of the change in LMB on the phrase pairs both runs scored.
+
+    Per pair i, the gap ``g_i = ppl_minoritized - ppl_dominant`` in each run and its change
+    ``c_i = g_i(after) - g_i(before)``. Pairs are the units (the same phrase pair, two models),
+    so the test is paired over pairs: ``scipy.stats.ttest_rel(g_after, g_before)`` (= a one-sample
+    t on c), the t interval of the mean change, and the median change with its distribution-free
+    interval (order statistics), the robust companion when c is skewed.
+
+    Verdict: "towards 0" / "away from 0" when the mean change is significant and opposes / shares
+    the sign of the mean gap before; otherwise "no detectable change". When the changes are
+    heavily skewed (|skew| > ``HEAVY_SKEW``) the verdict uses the median instead: the sign test
+    of the median change against the median gap before. Pairs are matched on
+    ``keys`` (repeated keys by order of appearance); pairs with a non-finite perplexity in either
+    run are dropped.
+    """
+    def gaps(df: pd.DataFrame) -> pd.DataFrame:
+        out = df[list(keys)].copy()
+        out["_k"] = out.groupby(list(keys), sort=False).cumcount()
+        pm = pd.to_numeric(df["ppl_minoritized"], errors="coerce").to_numpy(np.float64)
+        pd_ = pd.to_numeric(df["ppl_dominant"], errors="coerce").to_numpy(np.float64)
+        out["gap"] = pm - pd_
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["logratio"] = np.log(pm / pd_)
+        return out
+
+    merged = gaps(before).merge(gaps(after), on=[*keys, "_k"], suffixes=("_before", "_after"))
+    merged = merged[np.isfinite(merged[["gap_before", "gap_after", "logratio_before", "logratio_after"]]).all(axis=1)]
+    n = len(merged)
+    out: dict[str, Any] = {"n_pairs": n, "n_before": len(before), "n_after": len(after)}
+    if n < 3:
+        return {**out, "verdict": "cannot tell", "reason": f"only {n} phrase pairs scored in both runs"}
+    gb, ga = merged["gap_before"].to_numpy(np.float64), merged["gap_after"].to_numpy(np.float64)
+    c = ga - gb
+    t, p, lo, hi = (float(v) for v in change_test(gb, ga, level=level))
+    med, med_lo, med_hi = median_diff_ci(ga, gb, level=level)
+    sign_p = float(stats.quantile_test(c, q=0.0, p=0.5).pvalue)
+    skew = float(stats.skew(c))
+    # a t-test on heavily skewed changes rejects a true null of mean 0 far too often (simulated:
+    # 11% at the 5% level, n = 235): the verdict then rests on the sign test of the median change
+    robust = abs(skew) > HEAVY_SKEW
+    basis_p, change, before = (sign_p, med, np.median(gb)) if robust else (p, c.mean(), gb.mean())
+    if not basis_p < alpha:
+        verdict = "no detectable change"
+    else:
+        verdict = "towards 0" if np.sign(change) == -np.sign(before) else "away from 0"
+    # scale-free companion: fine-tuning moves every perplexity (the LM perplexity too), and a
+    # perplexity gap grows with their scale; log(ppl_min / ppl_dom) does not
+    lrb, lra = merged["logratio_before"].to_numpy(np.float64), merged["logratio_after"].to_numpy(np.float64)
+    lt, lp, llo, lhi = (float(v) for v in change_test(lrb, lra, level=level))
+    out.update({"mean_log_ratio_before": float(lrb.mean()), "mean_log_ratio_after": float(lra.mean()),
+                "log_ratio_change": float((lra - lrb).mean()), "log_ratio_change_ci": [llo, lhi],
+                "log_ratio_t": lt, "log_ratio_p": lp, "log_ratio_change_skew": float(stats.skew(lra - lrb))})
+    return {**out, "mean_gap_before": float(gb.mean()), "mean_gap_after": float(ga.mean()),
+            "median_gap_before": float(np.median(gb)), "median_gap_after": float(np.median(ga)),
+            "mean_change": float(c.mean()), "mean_change_ci": [lo, hi], "t": t, "p": p,
+            "median_change": med, "median_change_ci": [med_lo, med_hi], "sign_test_p": sign_p,
+            "change_skew": skew, "verdict": verdict, "verdict_basis": "median (sign test)" if robust else "mean (t)",
+            "alpha": alpha,
+            "test": "paired over phrase pairs: ttest_rel(gap after, gap before) and the sign test of the median change, "
+                    "gap = ppl_minoritized - ppl_dominant"}

@@ -22,7 +22,9 @@ a term is tokenized with a leading space (its form inside a sentence) and withou
 start of a text); LMD uses the form of each occurrence, ADD and HD the in-sentence form.
 Occurrences come from the shared term matcher (:mod:`biaslens.datasets.redditbias.terms`):
 whole words and their plural/possessive forms, any case (wildcard attributes such as
-``greed*`` included), mapped to the very tokens the model trains on.
+``greed*`` included), mapped to the very tokens the model trains on. Every method trains with
+a start token before each phrase (the tokenizer's document-start token), so a target opening
+a phrase is predicted by the start token's state and carries the LMD loss like any other.
 
 The loss functions (:func:`lmd_loss`, :func:`add_loss`, :func:`bias_subspace`,
 :func:`hd_loss`) are pure tensor functions; the rest is plumbing.
@@ -36,7 +38,7 @@ import logging
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,7 @@ from biaslens.datasets.redditbias.terms import compound_affixes, inflect, matche
 from biaslens.environment import applies_environment_policy
 from biaslens.fileio import write_atomic
 from biaslens.mitigation.training import TrainExample, TrainingConfig, TrainingResult, train_causal_lm
+from biaslens.models.tokenized import pick_start_token
 
 log = logging.getLogger(__name__)
 
@@ -280,6 +283,21 @@ def _attribute_states(hidden, spans_per_example):
     return torch.stack(rows) if rows else hidden.new_zeros((0, hidden.shape[-1]))
 
 
+def lmd_positions(target_spans_per_example) -> list[tuple[int, int, int]]:
+    """``(example, position, label)`` of the hidden state that predicts each target occurrence:
+    the token before its first token. Training prepends a start token, so a target at the
+    start of a text is predicted by the start token's state; a span at token 0 means the
+    start token is missing, and is an error rather than an occurrence silently skipped."""
+    out = []
+    for b, spans in enumerate(target_spans_per_example):
+        for s, _, label in spans:
+            if s < 1:
+                raise RedditBiasError("a target occurrence at token 0 has no predicting state: "
+                                      "LMD training needs a start token (TrainingConfig.start_token)")
+            out.append((b, s - 1, label))
+    return out
+
+
 def make_lmd_loss(terms: TermSet):
     """``extra_loss`` for :func:`train_causal_lm`: LMD at every target occurrence."""
     import torch
@@ -293,14 +311,11 @@ def make_lmd_loss(terms: TermSet):
         i1 = torch.tensor([i for i, _ in terms.pairs])
         i2 = torch.tensor([j for _, j in terms.pairs])
         states, forms, masks = [], [], []
-        for b, spans in enumerate(batch["target_spans"]):
-            for s, _, label in spans:
-                if s == 0:
-                    continue  # nothing predicts the first token (no start token)
-                term, spaced = divmod(label, 2)
-                states.append(hidden[b, s - 1])
-                forms.append(spaced)
-                masks.append([term in p for p in terms.pairs])
+        for b, pos, label in lmd_positions(batch["target_spans"]):
+            term, spaced = divmod(label, 2)
+            states.append(hidden[b, pos])
+            forms.append(spaced)
+            masks.append([term in p for p in terms.pairs])
         if not states:
             return None  # no target in this batch: plain LM loss
         h = torch.stack(states)
@@ -489,8 +504,17 @@ def debias(model_path: str | Path, out: str | Path, opts: DebiasOptions, *,
              "hd": lambda: make_hd_loss(terms, model_path)}.get(opts.method)
     extra_loss = extra() if extra else None
     cfg = opts.training
+    if cfg.start_token is None:
+        # every method: a start token before each phrase, so its first word is predicted (LMD's
+        # occurrence at token 0, CDA's swapped target opening "muslims are ...") and an attribute
+        # there has a context; pretraining documents start after it too
+        start = pick_start_token(tokenizer)
+        if start is None:
+            raise RedditBiasError(f"{model_path}: the tokenizer has no document-start, BOS or EOS token to put "
+                                  "before each phrase; without one, targets opening a phrase get no loss")
+        cfg = replace(cfg, start_token=start)
     if extra_loss is None:  # CDA: plain LM loss at full weight
-        cfg = TrainingConfig(**{**asdict(cfg), "lm_weight": 1.0, "extra_weight": 0.0})
+        cfg = replace(cfg, lm_weight=1.0, extra_weight=0.0)
     record: dict[str, Any] = {
         "method": opts.method, "bias_type": opts.spec.name, "data_source": data.source, "data_files": data.files,
         "n_train_texts": len(texts), "n_valid_texts": len(data.valid), **notes, **occ,
@@ -505,9 +529,17 @@ def debias(model_path: str | Path, out: str | Path, opts: DebiasOptions, *,
         record["bias_subspace_dim"] = int(extra_loss.subspace.shape[0])
     result = train_causal_lm(model_path, examples, out, config=cfg, eval_examples=valid or None,
                              extra_loss=extra_loss, description=record, keep_checkpoints=keep_checkpoints)
+    # the occurrences the loss received: found in the text, kept by tokenization and truncation
+    for key, name in (("target_spans", "target_occurrences"), ("attribute_spans", "attribute_occurrences")):
+        if key in result.span_counts:
+            record[f"{name}_in_text"] = record[name]
+            record[name] = result.span_counts[key]
+            record[f"{name}_cut_by_truncation"] = record[f"{name}_in_text"] - record[name]
+    record["start_token"] = cfg.start_token
     record["training"] = {"steps": result.steps, "train_loss": result.train_loss, "eval_loss": result.eval_loss,
                           "eval_perplexity": result.eval_perplexity, "eval_perplexity_definition":
-                          "exp(mean LM cross-entropy on the validation texts), no start token, debias term excluded",
+                          f"exp(mean LM cross-entropy on the validation texts), start token {cfg.start_token!r} "
+                          "prepended and every text token scored, debias term excluded",
                           "eval_debias_loss": result.eval_extra_loss, "resumed_from": result.resumed_from,
                           "config": asdict(cfg)}
     record["base_model"] = str(model_path)

@@ -7,7 +7,11 @@ Methods plug in through two things only:
 - ``extra_loss(model, batch, outputs) -> tensor | None``: added as
   ``lm_weight * LM loss + extra_weight * extra_loss`` (RedditBias LMD/ADD/HD); a batch where it
   returns None (no term occurs) trains on the plain LM loss. Evaluation reports the plain LM
-  loss and, separately, the mean extra loss.
+  loss and, separately, the mean extra loss (``eval_extra_loss`` in the log), once per
+  evaluation point: the final result reuses the Trainer's evaluation of the saved step.
+
+``TrainingConfig.start_token`` puts a start token before every text (context, no label), so the
+text's first token is predicted as well.
 
 Checkpoints go to ``<out>/checkpoints``; re-running the same command resumes from the
 last one. The finished model (and tokenizer) is saved to ``<out>`` with
@@ -66,6 +70,9 @@ class TrainingConfig:
     seed: int = 0
     device: str = "cpu"
     max_steps: int = -1
+    #: token prepended to every text as context (no LM loss on it), so the text's first token
+    #: is predicted too (LM loss, RedditBias LMD); None: texts start at their first token
+    start_token: str | None = None
 
 
 @dataclass
@@ -78,25 +85,38 @@ class TrainingResult:
     resumed_from: str | None
     history: list[dict] = field(default_factory=list)
     eval_extra_loss: float | None = None  # mean extra (debiasing) loss over evaluation batches with one
+    #: token spans per ``TrainExample.spans`` key in the training set after tokenization and
+    #: truncation: the occurrences ``extra_loss`` receives
+    span_counts: dict[str, int] = field(default_factory=dict)
 
 
 class _Examples:
     """Tokenized examples; labels are -100 on context tokens so only the rest is learned."""
 
-    def __init__(self, tokenizer, examples: Sequence[TrainExample], max_length: int):
+    def __init__(self, tokenizer, examples: Sequence[TrainExample], max_length: int, start_id: int | None = None):
         self.items = []
+        self.span_keys: set[str] = set()
+        lead = [] if start_id is None else [start_id]
         for ex in examples:
-            enc = tokenizer(ex.text, add_special_tokens=False, truncation=True, max_length=max_length,
+            enc = tokenizer(ex.text, add_special_tokens=False, truncation=True, max_length=max_length - len(lead),
                             return_offsets_mapping=True)
-            ids = enc["input_ids"]
-            labels = [(-100 if end <= ex.prompt_chars else tok) for tok, (_, end) in zip(ids, enc["offset_mapping"])]
+            ids = lead + enc["input_ids"]
+            # the start token covers no character: no span maps to it, and it is never a label
+            offsets = [(0, 0)] * len(lead) + [tuple(o) for o in enc["offset_mapping"]]
+            labels = [-100] * len(lead) + [(-100 if end <= ex.prompt_chars else tok)
+                                           for tok, (_, end) in zip(enc["input_ids"], enc["offset_mapping"])]
             if not any(label != -100 for label in labels):
                 continue  # nothing to learn (context filled the whole window)
             item = {"input_ids": ids, "labels": labels}
             item.update(ex.extras)
             for key, spans in ex.spans.items():
-                item[key] = _token_spans(enc["offset_mapping"], spans)
+                item[key] = _token_spans(offsets[len(lead):], spans, shift=len(lead))
+                self.span_keys.add(key)
             self.items.append(item)
+
+    def span_counts(self) -> dict[str, int]:
+        """Token spans per key: the occurrences a loss on these examples receives."""
+        return {k: sum(len(it.get(k, [])) for it in self.items) for k in sorted(self.span_keys)}
 
     def __len__(self) -> int:
         return len(self.items)
@@ -105,13 +125,19 @@ class _Examples:
         return self.items[i]
 
 
-def _token_spans(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Character spans -> token spans ``(first, end, label)``: tokens overlapping the span."""
+def _token_spans(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int, int]],
+                 shift: int = 0) -> list[tuple[int, int, int]]:
+    """Character spans -> token spans ``(first, end, label)``: tokens overlapping the span, plus
+    ``shift`` (tokens before the text). A span cut by truncation (its last character beyond the
+    last token kept) is dropped: the loss would see a partial term."""
     out = []
+    kept_end = offsets[-1][1] if offsets else 0
     for start, end, label in spans:
+        if end > kept_end:
+            continue
         toks = [i for i, (a, b) in enumerate(offsets) if a < end and b > start]
         if toks:
-            out.append((toks[0], toks[-1] + 1, label))
+            out.append((toks[0] + shift, toks[-1] + 1 + shift, label))
     return out
 
 
@@ -195,10 +221,11 @@ def train_causal_lm(
             tokenizer.add_special_tokens({"additional_special_tokens": list(new)})
             model.resize_token_embeddings(len(tokenizer))
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    train_ds = _Examples(tokenizer, train, cfg.max_length)
+    start_id = start_token_id(tokenizer, cfg.start_token)
+    train_ds = _Examples(tokenizer, train, cfg.max_length, start_id)
     if len(train_ds) == 0:
         raise ValueError("no training examples left after tokenization")
-    eval_ds = _Examples(tokenizer, eval_examples, cfg.max_length) if eval_examples else None
+    eval_ds = _Examples(tokenizer, eval_examples, cfg.max_length, start_id) if eval_examples else None
     ckpt_dir = out / "checkpoints"
     has_eval = eval_ds is not None and len(eval_ds) > 0
     eval_steps = cfg.eval_steps or cfg.save_steps
@@ -234,6 +261,16 @@ def train_causal_lm(
     eval_extra: list[float] = []
 
     class _Trainer(Trainer):
+        def evaluation_loop(self, *args, **kwargs):
+            # the mean debiasing loss joins the evaluation's metrics, so it is logged (and kept in
+            # checkpoints) with the eval loss of the same evaluation point
+            eval_extra.clear()
+            output = super().evaluation_loop(*args, **kwargs)
+            if eval_extra:
+                prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
+                output.metrics[f"{prefix}_extra_loss"] = sum(eval_extra) / len(eval_extra)
+            return output
+
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             extras = {k: inputs.pop(k) for k in list(inputs) if k not in ("input_ids", "attention_mask", "labels")}
             outputs = model(**inputs, output_hidden_states=extra_loss is not None)
@@ -261,9 +298,13 @@ def train_causal_lm(
     train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
     eval_loss = eval_extra_loss = None
     if has_eval:
-        eval_extra.clear()
-        eval_loss = float(trainer.evaluate()["eval_loss"])
-        eval_extra_loss = sum(eval_extra) / len(eval_extra) if eval_extra else None
+        # the Trainer already evaluated the final step (or the best checkpoint it reloaded):
+        # reuse that evaluation instead of a second pass over the validation set
+        metrics = _evaluation_at(trainer.state, _final_model_step(trainer.state, args.load_best_model_at_end))
+        if metrics is None:
+            metrics = trainer.evaluate()
+        eval_loss = float(metrics["eval_loss"])
+        eval_extra_loss = metrics.get("eval_extra_loss")
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
     train_loss = float(train_out.training_loss)
@@ -277,12 +318,13 @@ def train_causal_lm(
     result = TrainingResult(out=out, steps=int(train_out.global_step), train_loss=train_loss,
                             eval_loss=eval_loss, eval_perplexity=math.exp(eval_loss) if eval_loss is not None else None,
                             eval_extra_loss=eval_extra_loss,
-                            resumed_from=str(last) if last else None, history=list(trainer.state.log_history))
+                            resumed_from=str(last) if last else None, history=list(trainer.state.log_history),
+                            span_counts=train_ds.span_counts())
     record = {"base_model": str(model_path), "training": asdict(cfg), "description": description or {},
               "n_train_examples": len(train_ds), "n_eval_examples": len(eval_ds) if eval_ds else 0,
               "steps": result.steps, "train_loss": result.train_loss, "eval_loss": eval_loss,
               "eval_perplexity": result.eval_perplexity, "eval_extra_loss": eval_extra_loss, "resumed_from": result.resumed_from,
-              "added_tokens": list(add_special_tokens)}
+              "added_tokens": list(add_special_tokens), "span_counts": result.span_counts}
     write_atomic(out / "biaslens-training.json", json.dumps(record, indent=2))
     for junk in ("training_args.bin",):  # a pickle; nothing of ours loads it
         (out / junk).unlink(missing_ok=True)
@@ -291,6 +333,30 @@ def train_causal_lm(
 
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     return result
+
+
+def start_token_id(tokenizer, token: str | None) -> int | None:
+    """The id of the start token ``token`` (None: no start token); an unknown token is an error."""
+    if token is None:
+        return None
+    if token not in tokenizer.get_vocab():
+        raise ValueError(f"start token {token!r} is not a token of this tokenizer")
+    return int(tokenizer.convert_tokens_to_ids(token))
+
+
+def _final_model_step(state, reloaded_best: bool) -> int:
+    """The step whose weights are saved: the best checkpoint's when the Trainer reloaded it."""
+    import re
+
+    best = getattr(state, "best_model_checkpoint", None) if reloaded_best else None
+    m = re.search(r"checkpoint-(\d+)$", str(best or ""))
+    return int(m.group(1)) if m else int(state.global_step)
+
+
+def _evaluation_at(state, step: int) -> dict | None:
+    """The logged evaluation metrics of ``step``, if the Trainer evaluated there."""
+    found = [e for e in state.log_history if "eval_loss" in e and int(e.get("step", -1)) == step]
+    return found[-1] if found else None
 
 
 def _logged_loss_sum(history: list[dict], upto: int) -> float:

@@ -21,14 +21,21 @@ REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type, minorit
                     "without raising the LM perplexity much.")
 
 
-def redditbias_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame) -> Section:
+def redditbias_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
+                       changes: pd.DataFrame | None = None) -> Section:
     """t-values per bias type (paper Figure 1a) and LM perplexity (Figure 1b): ``t`` one row per
-    model and bias type, ``ppl`` one row per model, ``wide`` the t-values as bias type x model."""
+    model and bias type, ``ppl`` one row per model, ``wide`` the t-values as bias type x model;
+    ``changes`` the paired before/after tests against the first model."""
     figures = [grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
     if ppl["perplexity"].notna().any():
         figures.append(perplexity_bars(ppl.dropna(subset=["perplexity"]), "LM perplexity (paper Figure 1b)"))
-    return Section("RedditBias: bias and perplexity", REDDITBIAS_INTRO,
-                   tables=[Table("t-value per bias type", t), Table("LM perplexity", ppl)], figures=figures)
+    tables = [Table("t-value per bias type", t), Table("LM perplexity", ppl)]
+    if changes is not None and len(changes):
+        tables.append(Table("Change against the first model, same phrase pairs", changes,
+                            "Per phrase pair, the gap ppl_minoritized - ppl_dominant in each model; paired t-test "
+                            "of after vs before over the pairs, with the median change and its distribution-free "
+                            "interval. \"towards 0\" = the mean gap shrank significantly (alpha 0.05)."))
+    return Section("RedditBias: bias and perplexity", REDDITBIAS_INTRO, tables=tables, figures=figures)
 
 
 def downstream_section(df: pd.DataFrame) -> Section:

@@ -145,7 +145,50 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
                "lm_perplexity": {r["model"]: _num(r["perplexity"]) for r in ppl_rows}}
     for r in rows:
         metrics["p"][r["bias_type"]][r["model"]] = _num(r["p"])
-    return [report.redditbias_section(t, ppl, wide)], metrics
+    change_rows, metrics["change"] = redditbias_changes(have)
+    return [report.redditbias_section(t, ppl, wide, pd.DataFrame(change_rows))], metrics
+
+
+def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each model against the first on the phrase pairs both scored, per bias type and view:
+    the paired before/after test of the change in the perplexity gap (:func:`lmb_change`).
+    A run folder without ``pairs.parquet`` gets "cannot tell" with the reason."""
+    from biaslens.metrics.lmb import lmb_change
+
+    def pairs(e: Entry) -> pd.DataFrame | None:
+        path = e.runs.get("redditbias")
+        path = path / "pairs.parquet" if path is not None else None
+        return pd.read_parquet(path) if path is not None and path.is_file() else None
+
+    if len(entries) < 2:
+        return [], {}
+    base = pairs(entries[0])
+    rows, out = [], {}
+    for e in entries[1:]:
+        other = pairs(e)
+        for bt in entries[0].metrics["redditbias"].get("bias_types", []):
+            for view in ("target", "attribute"):
+                if base is None or other is None:
+                    ch = {"verdict": "cannot tell", "reason": "pairs.parquet missing in a run folder"}
+                else:
+                    sel = [df[(df["bias_type"] == bt) & (df["view"] == view)] for df in (base, other)]
+                    if sel[0].empty and sel[1].empty:
+                        continue
+                    ch = lmb_change(*sel)
+                out.setdefault(bt, {}).setdefault(e.label, {})[view] = ch
+                rows.append({"model": e.label, "against": entries[0].label, "bias_type": bt, "view": view,
+                             "pairs": ch.get("n_pairs"), "mean gap before": ch.get("mean_gap_before"),
+                             "mean gap after": ch.get("mean_gap_after"), "mean change": ch.get("mean_change"),
+                             "95% CI": interval_text(*(ch.get("mean_change_ci") or [None, None])),
+                             "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
+                             "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
+                             "sign test p": ch.get("sign_test_p"),
+                             "log-ratio change": ch.get("log_ratio_change"),
+                             "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
+                             "log-ratio p": ch.get("log_ratio_p"),
+                             "verdict": (f"{ch['verdict']}: {ch['reason']}" if "reason" in ch
+                                         else f"{ch['verdict']} (by the {ch['verdict_basis']})")})
+    return rows, out
 
 
 def downstream_section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
