@@ -11,6 +11,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.metrics.likelihood_bias import LOVE_HATE_TEMPLATES
 from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
+from biaslens.suites.holistic_likelihood import headline_caveat
 
 
 def _descriptor_lists(lh: pd.DataFrame, axes: pd.Series, n: int, what: str) -> pd.DataFrame:
@@ -224,7 +225,9 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
             "intervals resample descriptors (" + analysis.interval + "). Axes marked with a note rest on fewer "
             f"than {analysis.min_descriptors} descriptors.",
             metrics={"Likelihood Bias (uncorrected)": metrics["likelihood_bias"],
-                     "95% interval (bootstrap over descriptors)": overall_ci,
+                     "95% interval (bootstrap over descriptors)": overall_ci
+                     + (f" ({metrics['ci_method']})" if metrics.get("ci_method") not in (None, "bootstrap", "none") else "")
+                     + headline_caveat(metrics).replace(". * ", "; "),
                      "Likelihood Bias (Benjamini-Hochberg)": metrics["likelihood_bias_bh"],
                      "Likelihood Bias (Holm)": metrics["likelihood_bias_holm"],
                      "descriptor pairs tested": metrics["n_pairs"], "sentences scored": metrics["n_sentences"],
