@@ -448,7 +448,7 @@ def test_headline_says_what_it_rests_on_when_its_axes_have_too_few_descriptors()
     m["model"] = "m"
     text = verdict(m)
     assert text.startswith("Likelihood Bias 1.000 * (95% CI")
-    assert f"rests on every axis with fewer than {m['min_descriptors']} descriptors (2 each)" in text
+    assert m["headline_caveat"] in text and f"rests on every axis with fewer than {m['min_descriptors']} descriptors (2 each)" in text
     console = Console(record=True, width=200)
     _print_summary(console, m)
     rows = [line.replace("\u2502", " ").split() for line in console.export_text().splitlines()]
@@ -457,4 +457,4 @@ def test_headline_says_what_it_rests_on_when_its_axes_have_too_few_descriptors()
     six = pd.concat([_rows("ax", t, f"d{i}", base + 100.0 * i) for t in ("t1", "t2") for i in range(m["min_descriptors"])],
                     ignore_index=True)
     _, m6 = analyse(six)
-    assert "*" not in verdict(m6) and "rests on" not in verdict(m6)
+    assert "*" not in verdict(m6) and "rests on" not in verdict(m6) and m6["headline_caveat"] is None

@@ -228,8 +228,12 @@ def _write_and_report(suite: Suite, config: RunConfig, folder: RunFolder, consol
     for name, table in tables.items():
         folder.write_table(name, table)
     actx = _analysis_context(suite, config, folder, console)
+    from biaslens.paths import NoSpaceLeft
+
     try:
         result = finish(suite, folder, tables, actx)
+    except (OSError, NoSpaceLeft):
+        raise  # writing failed, not the analysis: the error already says what to do
     except Exception as e:
         # the model calls are done and their tables saved: never lose them to an analysis detail
         raise AnalysisError(f"the analysis failed ({type(e).__name__}: {e}); the collected tables are saved in "

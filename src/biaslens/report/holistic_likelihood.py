@@ -11,7 +11,6 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.metrics.likelihood_bias import LOVE_HATE_TEMPLATES
 from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
-from biaslens.suites.holistic_likelihood import headline_caveat
 
 
 def _descriptor_lists(lh: pd.DataFrame, axes: pd.Series, n: int, what: str) -> pd.DataFrame:
@@ -227,7 +226,7 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
             metrics={"Likelihood Bias (uncorrected)": metrics["likelihood_bias"],
                      "95% interval (bootstrap over descriptors)": overall_ci
                      + (f" ({metrics['ci_method']})" if metrics.get("ci_method") not in (None, "bootstrap", "none") else "")
-                     + headline_caveat(metrics).replace(". * ", "; "),
+                     + (f"; {metrics['headline_caveat']}" if metrics.get("headline_caveat") else ""),
                      "Likelihood Bias (Benjamini-Hochberg)": metrics["likelihood_bias_bh"],
                      "Likelihood Bias (Holm)": metrics["likelihood_bias_holm"],
                      "descriptor pairs tested": metrics["n_pairs"], "sentences scored": metrics["n_sentences"],

@@ -234,6 +234,7 @@ def analyse(rows: pd.DataFrame, *, alpha: float = 0.05, token_counts: dict[str, 
         "love_hate_most_negative": lh.head(5)[["axis", "descriptor", "love_hate_diff"]].to_dict("records") if len(lh) else [],
         "love_hate_most_positive": lh.tail(5)[["axis", "descriptor", "love_hate_diff"]].to_dict("records") if len(lh) else [],
     }
+    metrics["headline_caveat"] = headline_caveat(metrics) or None  # the report and the verdict say it
     return analysis, metrics
 
 
@@ -265,7 +266,8 @@ def verdict(metrics: dict[str, Any]) -> str | None:
     ci += f", {how}" if how not in (None, "bootstrap", "none") else ""
     return (f"Likelihood Bias {lb:.3f}{_few_mark(metrics)} (95% CI {ci}): {lb:.0%} of {metrics['n_pairs']:,} "
             f"descriptor pairs differ significantly at p < {metrics['alpha']} (0 is ideal; BH-corrected "
-            f"{metrics['likelihood_bias_bh']:.3f})" + headline_caveat(metrics))
+            f"{metrics['likelihood_bias_bh']:.3f})" + (f". * {metrics['headline_caveat']}" if metrics.get("headline_caveat")
+                                                       else ""))
 
 
 def _few_mark(metrics: dict[str, Any]) -> str:
@@ -281,7 +283,7 @@ def headline_caveat(metrics: dict[str, Any]) -> str:
         return ""
     ks = sorted({int(v["n_descriptors"]) for v in few})
     share = "every axis" if len(few) == len(by_axis) else f"{len(few)} of {len(by_axis)} axes"
-    return (f". * It rests on {share} with fewer than {metrics['min_descriptors']} descriptors "
+    return (f"it rests on {share} with fewer than {metrics['min_descriptors']} descriptors "
             f"({'/'.join(map(str, ks))} each): a coarse figure whose interval is unreliable; use a larger "
             "--sample or --full")
 
