@@ -312,5 +312,8 @@ def _print_summary(console, metrics: dict) -> None:
                       _fmt_ci(metrics["ci_low"], metrics["ci_high"]),
                       f"{metrics['likelihood_bias_bh']:.3f}", f"{metrics['likelihood_bias_holm']:.3f}", style="bold")
     console.print(table)
+    if metrics.get("headline_caveat"):
+        console.print(f"[yellow]note:[/yellow] the overall Likelihood Bias (*): {escape(metrics['headline_caveat'])}",
+                      soft_wrap=True)
     for w in metrics["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
