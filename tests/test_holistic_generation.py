@@ -422,3 +422,23 @@ def test_a_failed_analysis_keeps_the_responses_and_report_redoes_it(tmp_path, mo
     record = json.loads((out / "run.json").read_text())
     assert record["status"] == "complete" and record["error"] is None and "metrics.json" in record["files"]
     assert json.loads((out / "metrics.json").read_text())["full_gen_bias_x1000"] > 0
+
+
+def test_generation_differences_list_only_what_its_numbers_depend_on(tmp_path):
+    # the issue: compare of two generation runs listed "perplexity definition (start token)";
+    # first-token scoring is no part of a generation run, the start token opening the prompt is
+    from biaslens.suites.compare import Entry, run_differences
+
+    def entry(name, score_first, start):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "run.json").write_text(json.dumps({
+            "config": {"model": {"score_first_token": score_first}, "sample": 50},
+            "model": {"start_token": start}, "generation": {"params": {"max_new_tokens": 32}}}))
+        return Entry(label=name, runs={"holistic-generation": folder, "holistic-likelihood": folder})
+
+    a, b, c = entry("a", True, "<s>"), entry("b", False, "<s>"), entry("c", True, None)
+    assert run_differences([a, b], "holistic-generation") == []
+    assert [r["what"] for r in run_differences([a, b], "holistic-likelihood")] == ["perplexity definition (start token)"]
+    assert [r["what"] for r in run_differences([a, c], "holistic-generation")] == [
+        "prompt start token (models without a chat template)"]
