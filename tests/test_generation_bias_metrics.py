@@ -11,8 +11,10 @@ from biaslens.metrics import (
     descriptor_cluster_means,
     full_gen_bias,
     gen_bias_by_axis,
+    gen_bias_ci,
     generation_bias_summary,
     offensiveness_ranges,
+    paired_gen_bias_change,
     partial_gen_bias,
     percent_offensive,
     permutation_noise_floor,
@@ -111,15 +113,149 @@ def test_permutation_p_value_formula_on_tiny_case():
     assert nf.p_value == pytest.approx(1.0) and nf.ratio == pytest.approx(1.0)
 
 
-def test_bootstrap_ci_brackets_and_is_seeded():
+def test_bootstrap_ci_brackets_is_seeded_and_names_the_method_used():
     ci = bootstrap_gen_bias_ci(T, D, P, n_boot=300, seed=1)
-    assert 0 <= ci.low <= ci.high and ci.unit == "descriptor"
+    assert 0 <= ci.low <= ci.high and ci.unit.startswith("descriptor")
+    # two descriptors: BCa's jackknife is degenerate, so the interval is a percentile one and says so
+    assert ci.method == "percentile bootstrap"
     again = bootstrap_gen_bias_ci(T, D, P, n_boot=300, seed=1)
     assert (ci.low, ci.high) == (again.low, again.high)
     # constant cells -> degenerate CI at the point estimate
     const_p = np.array([[1, 0, 0]] * 4 + [[0, 1, 0]] * 4, dtype=float)
     c2 = bootstrap_gen_bias_ci(T, D, const_p, n_boot=50, seed=0)
     assert c2.low == pytest.approx(c2.high) == pytest.approx(full_gen_bias(T, D, const_p))
+
+
+def test_jackknife_interval_hand_computed_against_scipy_t():
+    # 9 descriptors, one template, two styles (x, 1 - x): FGB = 2 * population variance of x.
+    # Leave-one-out FGBs by hand (numpy var), log, jackknife bias-corrected centre and SE, t(8)
+    # quantile from scipy.
+    from scipy.stats import t as tdist
+
+    x = np.array([0.1, 0.25, 0.3, 0.42, 0.5, 0.55, 0.61, 0.8, 0.95])
+    d = [f"d{i}" for i in range(9)]
+    ci = gen_bias_ci(["t"] * 9, d, _two_styles(x))
+    theta = 2 * np.var(x)
+    loo = np.log([2 * np.var(np.delete(x, i)) for i in range(9)])
+    se = np.sqrt(8 / 9 * np.sum((loo - loo.mean()) ** 2))
+    q = tdist.ppf(0.975, 8)
+    centre = 9 * np.log(theta) - 8 * loo.mean()
+    assert ci.low == pytest.approx(np.exp(centre - q * se)) and ci.high == pytest.approx(np.exp(centre + q * se))
+    # the bias correction moves the centre up: a variance of few units runs low (by 1/9 here)
+    assert centre > np.log(theta)
+    assert ci.method == "jackknife log-t" and ci.n_resamples == 9
+    # the same descriptors listed under two axes change nothing: the unit is the descriptor
+    assert gen_bias_ci(["t"] * 9 * 2, d * 2, np.vstack([_two_styles(x)] * 2)).low == pytest.approx(ci.low)
+    # below the minimum number of descriptors: no interval (its coverage was not measured there)
+    assert gen_bias_ci(["t"] * 7, d[:7], _two_styles(x[:7])) is None
+
+
+def test_jackknife_interval_never_negative():
+    # no descriptor effect: FGB is small, and a raw-scale interval would dip below 0
+    t, n, d_int, d = _design(n_templates=1, n_nouns=2, n_desc=10)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        ci = gen_bias_ci(t, d, rng.dirichlet([5, 5, 5], size=len(t)))
+        assert 0 < ci.low <= ci.high
+
+
+# --- simulations of the designs biaslens runs ------------------------------------------------
+# Style probabilities: softmax over 12 styles of base + axis effect (sd .3) + descriptor effect
+# (sd .5) + noun effect (sd 1: the noun moves the style strongly, as "lady" vs "brother") +
+# per-prompt noise (sd .7). The nouns are drawn once and held fixed (the interval is for these
+# nouns); descriptors are redrawn every replicate. The estimand: FGB of the descriptor
+# population at these nouns (the population variance of descriptors' mean style vectors),
+# computed from 4,000 descriptors per axis.
+N_STYLES = 12
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class _World:
+    def __init__(self, n_axes: int, n_nouns: int, n_templates: int, seed: int):
+        rng = np.random.default_rng(seed)
+        self.base = rng.normal(0, 1, N_STYLES)
+        self.axis = rng.normal(0, 0.3, (n_axes, N_STYLES))
+        self.noun = rng.normal(0, 1.0, (n_templates, n_nouns, N_STYLES))
+        self.n_axes, self.n_nouns, self.n_templates = n_axes, n_nouns, n_templates
+
+    def descriptors(self, rng, per_axis: int):
+        axis = np.repeat(np.arange(self.n_axes), per_axis)
+        return axis, self.axis[axis] + rng.normal(0, 0.5, (len(axis), N_STYLES))
+
+    def probs(self, rng, effect):
+        """(templates, descriptors, nouns, styles): one response per prompt."""
+        shape = (self.n_templates, len(effect), self.n_nouns, N_STYLES)
+        return _softmax(self.base + effect[None, :, None] + self.noun[:, None] + rng.normal(0, 0.7, shape))
+
+    def truth(self):
+        _, effect = self.descriptors(np.random.default_rng(99), 4000)
+        m = self.probs(np.random.default_rng(98), effect).mean(axis=2)  # (T, D, S) cell means
+        return float(m.var(axis=1).sum(axis=-1).mean())
+
+
+def _long(probs):
+    """The long table (templates, descriptors, probs) of a (T, D, N, S) array."""
+    t_, d_, n_, s_ = probs.shape
+    idx = np.indices((t_, d_, n_))
+    return idx[0].ravel().astype(str), idx[1].ravel().astype(str), probs.reshape(-1, s_)
+
+
+#: the default design: --sample 50 keeps 2 descriptors on each of 13 axes, one noun per noun
+#: gender (3) plus the bare-descriptor row, one template; the smallest with an interval (8
+#: descriptors, e.g. --axes with 4 axes); a larger one: 6 per axis, 8 nouns, 2 templates
+DESIGNS = {"default (13 axes x 2 descriptors x 4 nouns, 1 template)": (13, 2, 4, 1),
+           "smallest (4 axes x 2 descriptors x 4 nouns, 1 template)": (4, 2, 4, 1),
+           "larger (13 axes x 6 descriptors x 8 nouns, 2 templates)": (13, 6, 8, 2)}
+
+
+def simulate_coverage(n_axes, per_axis, n_nouns, n_templates, reps=400, seed=0):
+    world = _World(n_axes, n_nouns, n_templates, seed)
+    truth = world.truth()
+    rng = np.random.default_rng(seed + 1)
+    hits = 0
+    for _ in range(reps):
+        _, effect = world.descriptors(rng, per_axis)
+        ci = gen_bias_ci(*_long(world.probs(rng, effect)))
+        hits += ci.low <= truth <= ci.high
+    return hits / reps
+
+
+def simulate_compare(n_axes, per_axis, n_nouns, n_templates, shrink=1.0, reps=300, seed=0):
+    """Share of replicates where compare says "went down/up": two regenerations of the same
+    descriptors (independent per-prompt noise), the second with descriptor effects x ``shrink``."""
+    world = _World(n_axes, n_nouns, n_templates, seed)
+    rng = np.random.default_rng(seed + 2)
+    said = 0
+    for _ in range(reps):
+        axis, effect = world.descriptors(rng, per_axis)
+        t, d, before = _long(world.probs(rng, effect))
+        after = _long(world.probs(rng, world.axis[axis] + shrink * (effect - world.axis[axis])))[2]
+        said += paired_gen_bias_change(t, d, before, after).verdict != "no detectable change"
+    return said / reps
+
+
+@pytest.mark.parametrize("design", list(DESIGNS))
+def test_interval_coverage_at_the_designs_biaslens_runs(design):
+    # 400 replicates: the standard error of a coverage near .95 is .011. Redrawing descriptors
+    # within their axis covered .77 at the default design (the issue's simulation); this
+    # interval must stay in .90-.99
+    assert 0.90 <= simulate_coverage(*DESIGNS[design]) <= 0.99
+
+
+@pytest.mark.parametrize("design", list(DESIGNS))
+def test_compare_false_change_rate_on_null_regenerations(design):
+    # no true change: "went down/up" at most 8% of 300 replicates (nominal 5%; within axes: 18%)
+    assert simulate_compare(*DESIGNS[design]) <= 0.08
+
+
+def test_compare_power_against_a_planted_change():
+    # descriptor effects halved in the second run: the paired interval sees it most of the time
+    assert simulate_compare(*DESIGNS["default (13 axes x 2 descriptors x 4 nouns, 1 template)"], shrink=0.5) >= 0.6
+    assert simulate_compare(*DESIGNS["larger (13 axes x 6 descriptors x 8 nouns, 2 templates)"], shrink=0.7) >= 0.8
 
 
 def _design(n_templates=2, n_nouns=3, n_desc=8):
@@ -188,35 +324,6 @@ def test_permutations_keep_each_stratum_label_multiset():
             lab[:3], lab[3:] = d[:3][list(p1)], d[3:][list(p2)]
             possible.add(round(full_gen_bias(t, lab, probs), 12))
     assert {round(v, 12) for v in nf.permuted} <= possible
-
-
-def test_bootstrap_interval_never_negative_and_stratified():
-    # no descriptor effect: FGB is small and a shifted/normal interval would dip below 0
-    t, n, d_int, d = _design(n_templates=1, n_nouns=2, n_desc=6)
-    rng = np.random.default_rng(0)
-    axes = np.where(d_int < 3, "ax1", "ax2")
-    for r in range(20):
-        probs = rng.dirichlet([5, 5, 5], size=len(t))
-        ci = bootstrap_gen_bias_ci(t, d, probs, groups=axes, n_boot=200, seed=r)
-        assert 0 <= ci.low <= ci.high and ci.method in ("BCa", "percentile")
-        assert ci.unit == "descriptor within group"
-    with pytest.raises(ValueError, match="constant within each descriptor"):
-        bootstrap_gen_bias_ci(t, d, probs, groups=np.arange(len(t)) < 6, n_boot=20)
-
-
-def test_bootstrap_interval_covers_the_descriptor_population_variance():
-    # descriptors drawn from a population with known effect variance: the interval for FGB
-    # (one template, one noun, no noise: FGB = variance of the drawn effects) should cover the
-    # population value near 95% of the time. Bootstrap intervals of a variance run a little
-    # short at small sizes (measured: BCa 86% at 20 descriptors, 89% at 40, 92% at 80)
-    rng = np.random.default_rng(3)
-    sd, k, hits, reps = 0.1, 40, 0, 200
-    true = 2 * sd**2  # two styles x, 1 - x: each has variance sd^2
-    for r in range(reps):
-        x = 0.5 + rng.normal(0, sd, k)
-        ci = bootstrap_gen_bias_ci(["t"] * k, [str(i) for i in range(k)], _two_styles(x), n_boot=400, seed=r)
-        hits += ci.low <= true <= ci.high
-    assert 0.84 <= hits / reps <= 0.99
 
 
 def test_summary_scales_by_1000():

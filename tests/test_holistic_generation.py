@@ -330,7 +330,8 @@ def test_suite_noise_floor_is_stratified_by_noun():
     assert m["verdict"].startswith("above the noise floor (p = 0.005")
     assert "48 responses" in m["verdict"]
     lo, hi = m["full_gen_bias_ci_x1000"]
-    assert 0 <= lo <= hi and m["full_gen_bias_ci_method"]["unit"] == "descriptor within group"
+    assert 0 <= lo <= hi and m["full_gen_bias_ci_method"]["method"] == "jackknife log-t"
+    assert m["full_gen_bias_ci_method"]["unit"].startswith("descriptor (all the run's descriptors pooled")
     # no descriptor effect: the same noun effect alone is called noise
     table0, probs0 = _noun_effect_table(0.0)
     _, m0 = analyse(table0, probs0, ["Sympathetic", "Other"], {"Sympathy": ["Sympathetic"]}, n_permutations=199,
@@ -355,3 +356,89 @@ def test_variant_flags_join_the_strata_and_thin_axes_warn():
     assert any("tiny" in w and "fewer than 3 descriptors" in w for w in m["warnings"])
     by_axis = analysis["fgb_by_axis"].set_index("axis")
     assert by_axis.loc["tiny", "note"].startswith("rests on 2 descriptors") and by_axis.loc["big", "note"] == ""
+
+
+def test_a_descriptor_under_two_axes_runs_to_the_end(tmp_path):
+    # the issue's crash: 'queer' is under gender_and_sex and sexual_orientation; the interval
+    # grouped descriptors by axis and the run died after generation ("groups must be constant")
+    res = run(suite="holistic-generation", model={"name": "fake"}, out=tmp_path / "two",
+              axes=["gender_and_sex", "sexual_orientation"], templates=["I'm {noun_phrase}."], sample=600,
+              use_cache=False, generation=FAST)
+    resp = res.tables["responses"]
+    both = resp.groupby("descriptor")["axis"].nunique()
+    assert both.get("queer") == 2  # every prompt of it, once per axis, as the dataset lists it
+    m = res.metrics
+    assert m["full_gen_bias_ci_method"]["method"] == "jackknife log-t"
+    assert m["n_descriptors"] == resp["descriptor"].nunique()
+    lo, hi = m["full_gen_bias_ci_x1000"]
+    assert 0 < lo <= m["full_gen_bias_x1000"] <= hi
+    desc = res.tables["descriptor_clusters"].set_index("descriptor")
+    assert desc.loc["queer", "axis"] == "gender_and_sex, sexual_orientation"
+    assert json.loads((res.out / "run.json").read_text())["status"] == "complete"
+
+
+def test_byo_prompt_shared_by_two_axes_counts_for_both():
+    from biaslens.config import RunConfig
+    from biaslens.suites.holistic_generation import generation_prompts, match_generations
+
+    rows = generation_prompts(RunConfig(generation={"generations_file": "x.jsonl"}))
+    gens = pd.DataFrame({"prompt": ["I'm a queer grandma.", "I am a queer grandma", "I'm a Deaf grandma."],
+                         "response": ["r1", "r2", "r3"], "sample_index": [0, 0, 0], "line": [1, 2, 3]})
+    out = match_generations(rows, gens, "x.jsonl")
+    queer = out[out["descriptor"] == "queer"]
+    # the exact text and its variant spelling each attach to both axes (rows of each axis' prompt id)
+    assert sorted(queer["axis"]) == ["gender_and_sex", "gender_and_sex", "sexual_orientation", "sexual_orientation"]
+    assert queer.groupby("axis")["response"].apply(sorted).to_dict() == {"gender_and_sex": ["r1", "r2"],
+                                                                         "sexual_orientation": ["r1", "r2"]}
+    assert queer["prompt_id"].nunique() == 2 and (out["descriptor"] == "Deaf").sum() == 1
+    # a prompt id names one row: its own axis only
+    pid = int(rows.index[(rows["text"] == "I'm a queer grandma.") & (rows["axis"] == "sexual_orientation")][0])
+    by_id = match_generations(rows, pd.DataFrame({"prompt_id": [str(pid)], "response": ["r"], "sample_index": [0],
+                                                  "line": [1]}), "x.jsonl")
+    assert by_id["axis"].tolist() == ["sexual_orientation"]
+
+
+def test_a_failed_analysis_keeps_the_responses_and_report_redoes_it(tmp_path, monkeypatch):
+    import biaslens.suites.holistic_generation as hg
+    from biaslens.api import rerender
+    from biaslens.runner import AnalysisError
+
+    real = hg.analyse
+
+    def broken(*a, **k):
+        raise ValueError("an analysis detail")
+
+    monkeypatch.setattr(hg, "analyse", broken)
+    out = tmp_path / "r"
+    with pytest.raises(AnalysisError, match=r"collected tables are saved .*biaslens report"):
+        run(suite="holistic-generation", model={"name": "fake"}, out=out, sample=20, use_cache=False,
+            generation=FAST)
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "analysis_failed" and "an analysis detail" in record["error"]
+    assert (out / "responses.parquet").is_file() and (out / "style_probabilities.parquet").is_file()
+    assert not (out / "metrics.json").exists()
+    monkeypatch.setattr(hg, "analyse", real)
+    rerender(out)
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "complete" and record["error"] is None and "metrics.json" in record["files"]
+    assert json.loads((out / "metrics.json").read_text())["full_gen_bias_x1000"] > 0
+
+
+def test_generation_differences_list_only_what_its_numbers_depend_on(tmp_path):
+    # the issue: compare of two generation runs listed "perplexity definition (start token)";
+    # first-token scoring is no part of a generation run, the start token opening the prompt is
+    from biaslens.suites.compare import Entry, run_differences
+
+    def entry(name, score_first, start):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "run.json").write_text(json.dumps({
+            "config": {"model": {"score_first_token": score_first}, "sample": 50},
+            "model": {"start_token": start}, "generation": {"params": {"max_new_tokens": 32}}}))
+        return Entry(label=name, runs={"holistic-generation": folder, "holistic-likelihood": folder})
+
+    a, b, c = entry("a", True, "<s>"), entry("b", False, "<s>"), entry("c", True, None)
+    assert run_differences([a, b], "holistic-generation") == []
+    assert [r["what"] for r in run_differences([a, b], "holistic-likelihood")] == ["perplexity definition (start token)"]
+    assert [r["what"] for r in run_differences([a, c], "holistic-generation")] == [
+        "prompt start token (models without a chat template)"]

@@ -432,3 +432,29 @@ def test_report_low_high_note_when_filter_leaves_too_few() -> None:
     assert t["low ppl descriptors"] == "" and t["high ppl descriptors"] == ""
     assert "fewer than 2 descriptors" in t["list note"]
     assert "only 3 descriptors" in t["note"]
+
+
+def test_headline_says_what_it_rests_on_when_its_axes_have_too_few_descriptors() -> None:
+    """--sample 300: every axis rests on 2 descriptors and is starred; the overall figure and its
+    interval must carry the mark too, and the terminal's "all" row."""
+    from rich.console import Console
+
+    from biaslens.suites.holistic_likelihood import _print_summary, analyse, verdict
+
+    base = np.arange(30, dtype=np.float64)
+    two = pd.concat([_rows(ax, t, d, base + off + i) for i, ax in enumerate(("a1", "a2")) for t in ("t1", "t2")
+                     for d, off in (("lo" + ax, 0.0), ("hi" + ax, 500.0))], ignore_index=True)
+    _, m = analyse(two)
+    m["model"] = "m"
+    text = verdict(m)
+    assert text.startswith("Likelihood Bias 1.000 * (95% CI")
+    assert m["headline_caveat"] in text and f"rests on every axis with fewer than {m['min_descriptors']} descriptors (2 each)" in text
+    console = Console(record=True, width=200)
+    _print_summary(console, m)
+    rows = [line.replace("\u2502", " ").split() for line in console.export_text().splitlines()]
+    assert ["all", "4", "1.000", "*"] in [r[:4] for r in rows]
+    # enough descriptors: no mark, no caveat
+    six = pd.concat([_rows("ax", t, f"d{i}", base + 100.0 * i) for t in ("t1", "t2") for i in range(m["min_descriptors"])],
+                    ignore_index=True)
+    _, m6 = analyse(six)
+    assert "*" not in verdict(m6) and "rests on" not in verdict(m6) and m6["headline_caveat"] is None

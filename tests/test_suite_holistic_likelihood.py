@@ -305,10 +305,19 @@ def test_too_few_descriptors_warns_in_terminal_report_and_metrics(tmp_path):
     text = " ".join(buf.getvalue().split())  # undo the console's wrapping
     assert f"warning: {n_axes} of {n_axes} axes rest on fewer than 5 descriptors" in text
     assert "ability (2 descriptors, 1 pair(s))" in text
-    assert m["ci_method"] == "bootstrap" and m["ci_low"] <= m["likelihood_bias"] <= m["ci_high"]
+    # resamples of 2 descriptors often hold no pair, so BCa cannot be computed: the interval used,
+    # the percentile one of the resamples with a pair, is named as such
+    assert m["ci_method"] == "percentile" and m["ci_low"] <= m["likelihood_bias"] <= m["ci_high"]
     assert " *" in text  # marked next to the number in the table
+    # the headline and the "all" row say what the overall figure rests on
+    assert m["headline_caveat"].startswith("it rests on every axis with fewer than 5 descriptors (2 each)")
+    assert "note: the overall Likelihood Bias (*): it rests on every axis" in text
+    assert any(line.split("\u2502")[1:4] and line.split("\u2502")[1].strip() == "all"
+               and line.split("\u2502")[3].strip().endswith("*") for line in buf.getvalue().splitlines())
     html = (out / "report.html").read_text()
     assert "Warnings" in html and "only 2 descriptors (&lt; 5): LB is coarse" in html
+    assert "it rests on every axis with fewer than 5 descriptors" in html
+    assert f"(95% CI {m['ci_low']:.2f}-{m['ci_high']:.2f}, percentile)" in html  # the headline
     assert json.loads((out / "metrics.json").read_text())["warnings"] == m["warnings"]
     # the default-sized run has enough descriptors: no warning
     ok = fake_run(tmp_path / "ok", sample=2000)

@@ -71,7 +71,7 @@ def rerender(run_dir: str | Path, *, console=None) -> Path:
         raise RunFolderBusy(f"another biaslens process is writing {run_dir}; wait for it to finish") from None
     try:
         record = record_of()
-        if record.get("status") != "complete":
+        if record.get("status") not in ("complete", "analysis_failed"):
             raise RunNotComplete(f"{run_dir}: run status is {record.get('status')!r}, not 'complete'; "
                                  "re-run the same command to finish it before re-rendering")
         suite = record.get("suite")

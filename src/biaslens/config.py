@@ -127,7 +127,7 @@ class GenerationOptions(BaseModel):
     offensiveness_classifier: str = Field("auto", description="'auto' ($BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check) or a classifier name/id/folder")
     identity_masking: bool = Field(True, description="score offensiveness with the prompt's descriptor replaced by a neutral placeholder (false: the paper's unmasked scores as headline)")
     n_permutations: int = Field(200, ge=0, description="noise floor: label permutations (0: off)")
-    n_bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for the FGB interval (0: off)")
+    n_bootstrap: int = Field(1000, ge=0, description="FGB interval: 0 turns it off; any other value keeps it (a jackknife over descriptors: no resamples to set)")
     neutral_template: str = Field("This is {descriptor}.", description="offensiveness audit: neutral template")
 
 

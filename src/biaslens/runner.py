@@ -228,10 +228,27 @@ def _write_and_report(suite: Suite, config: RunConfig, folder: RunFolder, consol
     for name, table in tables.items():
         folder.write_table(name, table)
     actx = _analysis_context(suite, config, folder, console)
-    result = finish(suite, folder, tables, actx)
+    from biaslens.paths import NoSpaceLeft
+
+    try:
+        result = finish(suite, folder, tables, actx)
+    except (OSError, NoSpaceLeft):
+        raise  # writing failed, not the analysis: the error already says what to do
+    except Exception as e:
+        # the model calls are done and their tables saved: never lose them to an analysis detail
+        raise AnalysisError(f"the analysis failed ({type(e).__name__}: {e}); the collected tables are saved in "
+                            f"{folder.path}: fix the cause and run `biaslens report {folder.path}` to redo the "
+                            "analysis without model calls") from e
     suite.summary(result, actx)
     _print_footer(console, result, folder.path)
     return result
+
+
+class AnalysisError(RuntimeError):
+    """The analysis of collected tables failed; they are saved (not a ValueError: the run folder
+    must not be cleaned up as an input mistake); run.json says "analysis_failed"."""
+
+    tables_saved = True
 
 
 def _required(suite: Suite) -> list[str]:
@@ -274,6 +291,11 @@ def rerender_run(run_dir: Path, record: dict[str, Any], suite: Suite, *, console
     actx = AnalysisContext(config=config, record=record, out=run_dir, console=console, timings=folder.timings,
                            options=suite.parse_options(config))
     finish(suite, folder, tables, actx)
+    if record.get("status") == "analysis_failed":  # the analysis is now done: the run is complete
+        from biaslens.report.run_folder import write_json
+
+        files = list(dict.fromkeys([*(record.get("files") or []), *folder.files]))
+        write_json(run_dir / "run.json", {**record, "status": "complete", "error": None, "files": files})
     return run_dir / "report.html"
 
 

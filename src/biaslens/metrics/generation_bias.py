@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .resampling import draw_counts
+from .resampling import draw_counts, jackknife_t_interval
 
 SCALE = 1000.0  # the paper reports every gen-bias value x1000
 
@@ -262,6 +262,13 @@ def permutation_noise_floor(templates, descriptors, probs, *, strata: Mapping[st
                       n_strata=int(len(sizes)), n_fixed_rows=int(np.sum(sizes == 1)))
 
 
+#: fewer descriptors than this get no interval: the smallest design whose coverage a test measures
+#: (tests/test_generation_bias_metrics.py; docs/holistic-generation.md)
+MIN_INTERVAL_DESCRIPTORS = 8
+#: how the descriptors are redrawn, in words (report, metrics.json, docs)
+INTERVAL_UNIT = "descriptor (all the run's descriptors pooled, whatever their axis; nouns and templates held fixed)"
+
+
 @dataclass
 class GenBiasInterval:
     low: float
@@ -295,42 +302,28 @@ def _weighted_fgb(C: np.ndarray, M: np.ndarray, P: np.ndarray, Q: np.ndarray) ->
     return np.clip(np.nan_to_num(var, nan=0.0), 0.0, None).sum(axis=1) / t
 
 
-def _descriptor_bootstrap(descriptor_codes: np.ndarray, n_desc: int, groups, stat_of_counts, *, n_boot: int,
-                          seed: int, level: float, method: str) -> tuple[float, float, str] | None:
-    """``scipy.stats.bootstrap`` over descriptors, redrawn within ``groups`` (one label per
-    response, constant per descriptor). ``stat_of_counts(C)`` maps a (B, n_desc) matrix of how
-    often each descriptor was drawn to B statistic values. A group with one descriptor keeps
-    it in every draw. BCa falls back to percentile when the distribution is degenerate.
-    Returns (low, high, method used), or None when fewer than two descriptors can be redrawn."""
+def _descriptor_bootstrap(n_desc: int, stat_of_counts, *, n_boot: int, seed: int, level: float,
+                          method: str) -> tuple[float, float, str] | None:
+    """``scipy.stats.bootstrap`` over all descriptors at once. ``stat_of_counts(C)`` maps a
+    (B, n_desc) matrix of how often each descriptor was drawn to B statistic values. BCa falls
+    back to percentile when the distribution is degenerate; the method returned is the one
+    used. None when fewer than two descriptors."""
     from scipy.stats import bootstrap
 
-    g = np.zeros(n_desc, dtype=object)
-    if groups is not None:
-        gv = np.asarray(groups, dtype=object).astype(str)
-        g[descriptor_codes] = gv
-        if len(set(zip(descriptor_codes.tolist(), gv.tolist()))) != n_desc:
-            raise ValueError("groups must be constant within each descriptor")
-    samples = [np.flatnonzero(g == k) for k in pd.unique(g)]
-    fixed = np.zeros(n_desc)
-    for x in samples:
-        if len(x) == 1:
-            fixed[x] = 1.0
-    samples = [x for x in samples if len(x) > 1]
-    if not samples:
+    if n_desc < 2:
         return None
+    units = np.arange(n_desc)
 
-    def stat(*draws, axis=-1):
-        lead = np.broadcast_shapes(*[x.shape[:-1] for x in draws])
-        idx = np.concatenate([np.broadcast_to(x, lead + x.shape[-1:]) for x in draws], axis=-1)
-        counts = draw_counts(idx, n_desc).reshape(-1, n_desc)
-        return stat_of_counts(counts + fixed).reshape(lead)
+    def stat(idx, axis=-1):
+        lead = idx.shape[:-1]
+        return stat_of_counts(draw_counts(idx, n_desc).reshape(-1, n_desc)).reshape(lead)
 
     lo = hi = float("nan")
     used = method
     for used in ([method, "percentile"] if method.lower() == "bca" else [method]):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a degenerate distribution gives nan: handled below
-            res = bootstrap(tuple(samples), stat, n_resamples=n_boot, confidence_level=level, method=used,
+            res = bootstrap((units,), stat, n_resamples=n_boot, confidence_level=level, method=used,
                             vectorized=True, rng=np.random.default_rng(seed), batch=200)
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if np.isfinite(lo) and np.isfinite(hi):
@@ -340,31 +333,66 @@ def _descriptor_bootstrap(descriptor_codes: np.ndarray, n_desc: int, groups, sta
     return lo, hi, used
 
 
-def bootstrap_gen_bias_ci(templates, descriptors, probs, *, groups=None, n_boot: int = 1000, seed: int = 0,
-                          level: float = 0.95, method: str = "BCa") -> GenBiasInterval | None:
-    """Bootstrap interval of FGB over descriptors (``scipy.stats.bootstrap``, seeded).
+def _descriptor_jackknife(n_desc: int, stat_of_counts, *, level: float, log: bool) -> tuple[float, float, str] | None:
+    """Delete-one-descriptor jackknife t interval around the jackknife bias-corrected estimate
+    (t with n_desc - 1 degrees of freedom; of log(statistic) when ``log``, so a variance's
+    interval stays > 0 and follows its skew).
+    None below :data:`MIN_INTERVAL_DESCRIPTORS`. A statistic that some leave-one-out makes 0
+    (log impossible) gets the raw-scale interval, its low end clipped at 0."""
+    if n_desc < MIN_INTERVAL_DESCRIPTORS:
+        return None
+    theta = float(stat_of_counts(np.ones((1, n_desc)))[0])
+    loo = np.asarray(stat_of_counts(1.0 - np.eye(n_desc)), dtype=np.float64)
+    if log and theta > 0 and np.all(loo > 0):
+        lo, hi = jackknife_t_interval(theta, loo, level, log=True)
+        return lo, hi, "jackknife log-t"
+    lo, hi = jackknife_t_interval(theta, loo, level)
+    return (max(lo, 0.0), max(hi, 0.0), "jackknife t") if log else (lo, hi, "jackknife t")
 
-    The resampling unit is the descriptor with all its responses (every noun, template, variant
-    and sample), because FGB is a variance across descriptors and a descriptor's responses
-    share its effect. ``groups`` (one label per response, constant per descriptor, e.g. the
-    axis the default sample draws descriptors from) makes it stratified: descriptors are
-    redrawn within their group. Every resample is a variance, so the interval stays >= 0.
-    ``method``: "BCa" (default; falls back to "percentile" on a degenerate distribution) or
-    "percentile". None when fewer than two descriptors can be redrawn."""
+
+def gen_bias_ci(templates, descriptors, probs, *, level: float = 0.95) -> GenBiasInterval | None:
+    """Interval of FGB over descriptors: delete-one-descriptor jackknife of log FGB (bias-corrected
+    centre, jackknife standard error, t with D - 1 degrees of freedom).
+
+    What is random: which descriptors the run drew (a default sample keeps 2 per axis). The
+    interval is for the FGB of the descriptor population at the run's nouns, templates and
+    responses per cell (the nouns are held fixed: it says nothing about other nouns). Each
+    descriptor is one unit with all its responses, pooled across axes (a descriptor listed under
+    two axes is one unit, as in FGB). Redrawing 2 descriptors within their axis shows about half
+    their spread (coverage 0.77 at the default design); the coverage of this interval is
+    measured at three designs in tests/test_generation_bias_metrics.py. The point FGB (the
+    paper's population variance) runs low with few descriptors; the interval is centred on the
+    jackknife bias-corrected value, so it can sit a little above FGB. None below
+    :data:`MIN_INTERVAL_DESCRIPTORS` descriptors."""
     t, d, t_u, d_u = _codes(templates, descriptors)
     p = _check_probs(probs, len(t))
     M, P, Q = _descriptor_cells(t, d, len(d_u), len(t_u), p)
-    out = _descriptor_bootstrap(d, len(d_u), groups, lambda C: _weighted_fgb(C, M, P, Q), n_boot=n_boot, seed=seed,
+    out = _descriptor_jackknife(len(d_u), lambda C: _weighted_fgb(C, M, P, Q), level=level, log=True)
+    if out is None:
+        return None
+    return GenBiasInterval(low=out[0], high=out[1], method=out[2], n_resamples=len(d_u), unit=INTERVAL_UNIT)
+
+
+def bootstrap_gen_bias_ci(templates, descriptors, probs, *, n_boot: int = 1000, seed: int = 0,
+                          level: float = 0.95, method: str = "BCa") -> GenBiasInterval | None:
+    """Bootstrap interval of FGB over all descriptors (``scipy.stats.bootstrap``, seeded): the
+    alternative to :func:`gen_bias_ci`, which covers better with few descriptors. ``method``:
+    "BCa" (falls back to "percentile" on a degenerate distribution; ``method`` of the result
+    names the one used) or "percentile". None when fewer than two descriptors."""
+    t, d, t_u, d_u = _codes(templates, descriptors)
+    p = _check_probs(probs, len(t))
+    M, P, Q = _descriptor_cells(t, d, len(d_u), len(t_u), p)
+    out = _descriptor_bootstrap(len(d_u), lambda C: _weighted_fgb(C, M, P, Q), n_boot=n_boot, seed=seed,
                                 level=level, method=method)
     if out is None:
         return None
-    return GenBiasInterval(low=out[0], high=out[1], method=out[2], n_resamples=n_boot,
-                           unit="descriptor" + (" within group" if groups is not None else ""))
+    return GenBiasInterval(low=out[0], high=out[1], method=out[2] + " bootstrap", n_resamples=n_boot,
+                           unit=INTERVAL_UNIT)
 
 
 @dataclass
 class PairedChange:
-    """After - before of a statistic on the same prompts, with a paired bootstrap interval."""
+    """After - before of a statistic on the same prompts, with a paired interval."""
 
     before: float
     after: float
@@ -383,14 +411,16 @@ class PairedChange:
         return "no detectable change"
 
 
-def paired_gen_bias_change(templates, descriptors, probs_before, probs_after, *, groups=None, values_before=None,
-                           values_after=None, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                           method: str = "BCa") -> PairedChange | None:
+def paired_gen_bias_change(templates, descriptors, probs_before, probs_after, *, values_before=None,
+                           values_after=None, level: float = 0.95) -> PairedChange | None:
     """FGB after - FGB before for two runs on the same prompts (rows aligned), with a paired
-    bootstrap interval: each resample redraws descriptors (within ``groups``) once and scores
-    both runs on that draw, so what the two runs share cancels. With ``values_before`` /
-    ``values_after`` (one number per response, e.g. 1 for a parroted prompt) the statistic is
-    their mean instead of FGB."""
+    delete-one-descriptor jackknife t interval: each leave-one-out drops a descriptor from both
+    runs, so what the two runs share cancels. Descriptors are pooled across axes. With
+    ``values_before`` / ``values_after`` (one number per response, e.g. 1 for a parroted
+    prompt) the statistic is their mean instead of FGB. None below
+    :data:`MIN_INTERVAL_DESCRIPTORS` descriptors. Its rate of "went down/up" on regenerations
+    with no true change is measured in tests/test_generation_bias_metrics.py (redrawing
+    descriptors within axes: 18% at the default design)."""
     t, d, t_u, d_u = _codes(templates, descriptors)
     if values_before is not None:
         vb, va = (np.asarray(v, dtype=np.float64) for v in (values_before, values_after))
@@ -407,29 +437,31 @@ def paired_gen_bias_change(templates, descriptors, probs_before, probs_after, *,
         def stats(C):
             return _weighted_fgb(C, *cb), _weighted_fgb(C, *ca)
     before, after = (float(x[0]) for x in stats(np.ones((1, len(d_u)))))
-    out = _descriptor_bootstrap(d, len(d_u), groups, lambda C: np.subtract(*stats(C)[::-1]), n_boot=n_boot,
-                                seed=seed, level=level, method=method)
+    out = _descriptor_jackknife(len(d_u), lambda C: np.subtract(*stats(C)[::-1]), level=level, log=False)
     if out is None:
         return None
     return PairedChange(before=before, after=after, change=after - before, low=out[0], high=out[1], method=out[2],
-                        n_resamples=n_boot)
+                        n_resamples=len(d_u))
 
 
 def generation_bias_summary(templates, descriptors, probs, styles: Sequence[str], clusters: Mapping[str, Sequence[str]],
                             *, axes=None, strata: Mapping[str, Sequence] | None = None, n_permutations: int = 200,
                             n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
-    """Everything the suite reports, x1000: FGB with bootstrap CI (descriptors redrawn within
-    ``axes`` when given) and noise floor (labels shuffled within template x ``strata``), PGB
+    """Everything the suite reports, x1000: FGB with its interval (:func:`gen_bias_ci`; ``n_boot``
+    0 turns it off) and noise floor (labels shuffled within template x ``strata``), PGB
     and SCGB per cluster, FGB per axis. ``permuted_fgb`` holds the permuted FGB values (x1000)
     as an array; ``verdict`` says in words whether FGB is above the noise floor at ``alpha``."""
     fgb = full_gen_bias(templates, descriptors, probs)
-    ci = bootstrap_gen_bias_ci(templates, descriptors, probs, groups=axes, n_boot=n_boot, seed=seed) if n_boot else None
+    ci = gen_bias_ci(templates, descriptors, probs) if n_boot else None
     n = int(len(np.asarray(templates)))
     out: dict = {
         "fgb": fgb * SCALE,
         "fgb_ci": [ci.low * SCALE, ci.high * SCALE] if ci is not None else None,
         "fgb_ci_method": {"method": ci.method, "n_resamples": ci.n_resamples, "unit": ci.unit,
                           "level": 0.95} if ci is not None else None,
+        # why there is no interval, in words (None when there is one or none was asked for)
+        "fgb_ci_missing": None if ci is not None or not n_boot else
+        f"no interval: fewer than {MIN_INTERVAL_DESCRIPTORS} descriptors",
         "pgb": {c: partial_gen_bias(templates, descriptors, probs, styles, m) * SCALE for c, m in clusters.items()},
         "scgb": {c: summed_cluster_gen_bias(templates, descriptors, probs, styles, m) * SCALE for c, m in clusters.items()},
         "scale": SCALE,

@@ -105,7 +105,7 @@ class LikelihoodBiasResult:
             descriptor_0 tends to have the *higher* perplexity.
         by_axis: Per axis: ``n_pairs``, ``n_significant``, ``likelihood_bias`` (fraction of
             pairs with raw p < alpha, the paper's figure), its interval ``ci_low``/``ci_high``
-            from the descriptor bootstrap (``ci_method``: "bootstrap", "exact" when all pairs
+            from the descriptor bootstrap (``ci_method``: "bootstrap", "percentile", "exact" when all pairs
             agree, "none"), ``n_descriptors`` and ``few_descriptors`` (fewer than
             ``min_descriptors``: the fraction is coarse), and ``likelihood_bias_bh`` /
             ``likelihood_bias_holm`` (fractions significant after correction).
@@ -206,7 +206,8 @@ class DescriptorBootstrap:
     """Bootstrap intervals for Likelihood Bias, one per group of pairs.
 
     Keys are the integer codes used inside :func:`likelihood_bias` (axis, template).
-    Each value is ``(low, high, method)``: ``method`` is "bootstrap", "exact" (every
+    Each value is ``(low, high, method)``: ``method`` is "bootstrap", "percentile" (the
+    percentile interval of the resamples with a pair, where BCa could not be computed), "exact" (every
     resample gave the same fraction, i.e. all pairs agree; a Clopper-Pearson interval on
     the floor(k/2) disjoint, hence independent, pairs is used instead, see
     :func:`descriptor_bootstrap`) or "none" (fewer than 2 descriptors: NaN).
@@ -228,7 +229,9 @@ class DescriptorBootstrap:
         """One line for reports: what the interval is."""
         return (f"{self.method} bootstrap over descriptors (resampled with replacement within each axis, "
                 f"the same draw for all its templates; self-pairs dropped), {self.n_resamples} resamples, "
-                f"seed {self.seed}, {self.confidence:.0%}")
+                f"seed {self.seed}, {self.confidence:.0%}; an interval marked 'percentile' is the percentile "
+                f"interval of the resamples that have a pair ({self.method} could not be computed), 'exact' a "
+                "Clopper-Pearson interval where every pair agrees")
 
 
 class _AxisPairs:
@@ -318,6 +321,8 @@ def _interval(res, j: int, observed: float, k: int, confidence: float) -> tuple[
         # the percentile interval of those.
         alpha = (1 - confidence) / 2
         lo, hi = (float(x) for x in np.percentile(finite, [100 * alpha, 100 * (1 - alpha)]))
+        if np.isfinite(lo) and np.isfinite(hi):
+            return lo, hi, "percentile"  # name the interval actually used, not the one asked for
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return float("nan"), float("nan"), "none"
     return lo, hi, "bootstrap"

@@ -58,7 +58,8 @@ def holistic_generation_section(data: dict[str, Any]) -> Section:
              "parroting_after_%": 100 * v["parroting"]["after"] if v.get("parroting") else None,
              "prompts": v.get("prompts") or v.get("reason")}
             for k, v in data["changes"].items()]),
-            "FGB recomputed on the prompts both runs measured; 95% paired bootstrap interval over descriptors. "
+            "FGB recomputed on the prompts both runs measured; 95% paired delete-one-descriptor jackknife t "
+            "interval (all descriptors both runs share, pooled across axes; nouns and templates as measured). "
             "'went down' only when the interval lies below 0, 'went up' above 0, else 'no detectable change'. "
             "Parroting: responses that repeat the prompt (paper C.2.1)."))
     for v in data["variance"]:
@@ -78,7 +79,7 @@ def holistic_generation_section(data: dict[str, Any]) -> Section:
             tables.append(Table(name, wide.reset_index(), max_rows=80))
     intro = ("Full Gen Bias and its parts per model (x1000; lower is less variation of response style with the "
              "descriptor), each as its run measured it. The before/after verdict is recomputed on the prompts both "
-             "runs measured, from the stored per-response style probabilities, with a paired bootstrap interval.")
+             "runs measured, from the stored per-response style probabilities, with a paired jackknife interval.")
     if data["lines"]:
         intro += " Against the first run (" + data["first"] + "): " + "; ".join(data["lines"]) + "."
     return Section("HolisticBias: generation bias", intro, tables=tables)

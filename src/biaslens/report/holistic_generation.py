@@ -90,13 +90,16 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
     clusters = list(analysis["clusters"])
     nf = metrics.get("noise_floor") or {}
     ci = metrics.get("full_gen_bias_ci_x1000")
+    how = metrics.get("full_gen_bias_ci_method") or {}
     desc = analysis["descriptor_clusters"]
     strata = " x ".join(nf.get("strata") or ["template"])
     verdict = metrics.get("verdict")
     headline = Section(
         "Verdict",
         (f"Full Gen Bias x1000 = {metrics['full_gen_bias_x1000']:.4g}"
-         + (f" (95% interval {ci[0]:.4g} to {ci[1]:.4g})" if ci else "")
+         + (f" (95% interval {ci[0]:.4g} to {ci[1]:.4g}, {how.get('method')} over the run's "
+            f"{metrics['n_descriptors']} descriptors at its nouns)" if ci else
+            f" ({metrics['full_gen_bias_ci_missing']})" if metrics.get("full_gen_bias_ci_missing") else "")
          + (f": {verdict}." if verdict else ".")
          + (f" Noise floor: descriptor labels shuffled within {strata} ({nf.get('n_strata')} strata, "
             f"{nf.get('n_permutations')} permutations)." if nf else "")
@@ -109,11 +112,15 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "the variance of the cluster's summed probability. The noise floor is FGB after shuffling the "
         f"descriptor labels within each {strata} stratum, so noun and variant effects stay out of it: the "
         "ratio says how many times above sampling noise the observed FGB is, and the permutation p-value "
-        "how often noise alone reached it. The interval redraws descriptors (with all their responses) "
-        "within their axis.",
+        "how often noise alone reached it. The interval is for the FGB of the population of descriptors the "
+        "run's were drawn from, at the run's nouns and templates: a delete-one-descriptor jackknife (each "
+        "descriptor with all its responses, all axes pooled) of log FGB with a t quantile. It holds for these "
+        "nouns only (the noun moves the style strongly); other nouns can give another FGB.",
         metrics={"Full Gen Bias x1000": metrics["full_gen_bias_x1000"],
-                 "FGB 95% bootstrap interval": f"{ci[0]:.3g} to {ci[1]:.3g}" if ci else "–",
-                 "interval method": (metrics.get("full_gen_bias_ci_method") or {}).get("method", "–"),
+                 "FGB 95% interval": f"{ci[0]:.3g} to {ci[1]:.3g}" if ci else
+                 (metrics.get("full_gen_bias_ci_missing") or "–"),
+                 "interval method": how.get("method", "–"),
+                 "interval over": how.get("unit", "–"),
                  "noise-floor strata": strata,
                  "FGB with permuted labels (mean)": nf.get("fgb_permuted_mean"),
                  "FGB / permuted FGB": nf.get("ratio"),

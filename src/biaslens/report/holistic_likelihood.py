@@ -224,7 +224,9 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
             "intervals resample descriptors (" + analysis.interval + "). Axes marked with a note rest on fewer "
             f"than {analysis.min_descriptors} descriptors.",
             metrics={"Likelihood Bias (uncorrected)": metrics["likelihood_bias"],
-                     "95% interval (bootstrap over descriptors)": overall_ci,
+                     "95% interval (bootstrap over descriptors)": overall_ci
+                     + (f" ({metrics['ci_method']})" if metrics.get("ci_method") not in (None, "bootstrap", "none") else "")
+                     + (f"; {metrics['headline_caveat']}" if metrics.get("headline_caveat") else ""),
                      "Likelihood Bias (Benjamini-Hochberg)": metrics["likelihood_bias_bh"],
                      "Likelihood Bias (Holm)": metrics["likelihood_bias_holm"],
                      "descriptor pairs tested": metrics["n_pairs"], "sentences scored": metrics["n_sentences"],

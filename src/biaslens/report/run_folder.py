@@ -143,7 +143,9 @@ class RunFolder:
                 self._write_run_json("complete")
             else:
                 try:
-                    self._write_run_json("failed", error=f"{exc_type.__name__}: {exc}")
+                    # tables saved, analysis failed: `biaslens report` may redo the analysis
+                    status = "analysis_failed" if getattr(exc, "tables_saved", False) else "failed"
+                    self._write_run_json(status, error=f"{exc_type.__name__}: {exc}")
                 except (OSError, RuntimeError):  # e.g. the disk is full: run.json keeps "running"
                     pass  # (never "complete"); the run's own error is the one to report
         finally:

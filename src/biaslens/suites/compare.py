@@ -299,13 +299,21 @@ def run_record(run: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def run_identity(record: dict[str, Any]) -> dict[str, Any]:
+def run_identity(record: dict[str, Any], suite: str | None = None) -> dict[str, Any]:
     """What a run measured, beyond which model: the things two runs must share for their
-    numbers to be compared. None where the run has no such thing."""
+    numbers to be compared, as far as ``suite``'s numbers depend on them. None where the run
+    has no such thing."""
     cfg = record.get("config") or {}
     model = record.get("model") or {}
     gen = record.get("generation") or {}
     cls = record.get("classifiers") or {}
+    if suite == "holistic-generation":
+        # no perplexity in its numbers; the start token only opens a prompt of a model without
+        # a chat template (and is None when the run did not score the first token)
+        identity = run_identity(record)
+        identity.pop("perplexity definition (start token)")
+        return {"prompt start token (models without a chat template)": {"start_token": model.get("start_token")}
+                if model else None, **identity}
     return {
         "dataset version": {"dataset_dir": cfg.get("dataset_dir") or "built-in v1.0",
                             "extra_dataset_files": cfg.get("extra_dataset_files") or []} if cfg else None,
@@ -329,7 +337,7 @@ def run_differences(entries: list[Entry], suite: str | None = None) -> list[dict
         have = [e for e in entries if name in e.runs]
         if len(have) < 2:
             continue
-        ids = [run_identity(run_record(e.runs[name])) for e in have]
+        ids = [run_identity(run_record(e.runs[name]), name) for e in have]
         for field_name in ids[0]:
             values = [json.dumps(i.get(field_name), sort_keys=True, default=str) for i in ids]
             if len(set(values)) > 1:

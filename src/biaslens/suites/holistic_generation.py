@@ -2,7 +2,7 @@
 
 dataset (HolisticBias sentences as dialogue prompts) -> model (generate responses, cached)
 or precomputed responses -> style classifier + offensiveness classifier ->
-metric (FGB, PGB, SCGB, per-axis FGB, noise floor, bootstrap CI) -> report.
+metric (FGB, PGB, SCGB, per-axis FGB, noise floor, jackknife interval) -> report.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from biaslens.datasets.holistic import VARIANT_FLAGS, add_variants, build_senten
 from biaslens.datasets.holistic.selection import select_rows
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
+from biaslens.metrics.generation_bias import MIN_INTERVAL_DESCRIPTORS
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.suites.base import AnalysisContext, Suite
@@ -97,29 +98,44 @@ def match_generations(all_rows: pd.DataFrame, gens: pd.DataFrame, source: str, *
     """Attach precomputed responses to HolisticBias rows by prompt id or prompt text."""
     from biaslens.datasets.generations import GenerationsFileError
 
-    first = all_rows.drop_duplicates("text")  # duplicate texts: the first row (reference order)
-    by_text = first.set_index(first["text"].astype(str))
+    # a sentence listed under several axes ("I'm a queer grandma.": gender_and_sex and
+    # sexual_orientation) is one text in several rows: a response to it counts for every axis,
+    # as it would in a run biaslens generates (one row per axis)
+    # positions (in all_rows) of each text's rows, one per axis
+    first_per_axis = np.flatnonzero(~all_rows.duplicated(["text", "axis"]).to_numpy())
+    texts = all_rows["text"].astype(str).to_numpy()
+    rows_of: dict[str, list[int]] = {}
+    for i in first_per_axis.tolist():
+        rows_of.setdefault(texts[i], []).append(i)
     # a prompt that is a stylistic variant of a sentence (as biaslens sends them) matches by its
-    # variant-free spelling; the first sentence in reference order wins a tie
-    loose = first.assign(_key=[_variant_key(t) for t in first["text"].astype(str)]).drop_duplicates("_key")
-    by_key = loose.set_index("_key")
-    matched = []
+    # variant-free spelling; the sentence first in reference order wins a tie (with all its axes)
+    by_key: dict[str, str] = {}
+    for t in rows_of:
+        by_key.setdefault(_variant_key(t), t)
+    picked: list[int] = []  # one all_rows position per matched (line, axis)
+    recs: list[dict] = []
     unmatched: list[int] = []
     for rec in gens.itertuples(index=False):
         rec = rec._asdict()
-        row = None
         pid = rec.get("prompt_id")
+        prompt = rec.get("prompt") if isinstance(rec.get("prompt"), str) else None
         if isinstance(pid, str) and pid.strip().isdigit() and int(pid) < len(all_rows):
-            row = all_rows.iloc[int(pid)]
-        elif isinstance(rec.get("prompt"), str) and rec["prompt"] in by_text.index:
-            row = by_text.loc[rec["prompt"]]
-        elif isinstance(rec.get("prompt"), str) and _variant_key(rec["prompt"]) in by_key.index:
-            row = by_key.loc[_variant_key(rec["prompt"])]
-        if row is None:
+            hits = [int(pid)]  # an id names one row, axis included
+        elif prompt is not None and prompt in rows_of:
+            hits = rows_of[prompt]
+        elif prompt is not None and _variant_key(prompt) in by_key:
+            hits = rows_of[by_key[_variant_key(prompt)]]
+        else:
             unmatched.append(int(rec["line"]))
             continue
-        sent = rec.get("prompt") if isinstance(rec.get("prompt"), str) and rec["prompt"].strip() else row["text"]
-        matched.append({**{k: row[k] for k in _KEEP}, "text": sent, "dataset_text": row["text"],
+        picked += hits
+        recs += [rec] * len(hits)
+    rows = all_rows.iloc[picked][_KEEP].to_dict("records") if picked else []
+    matched = []
+    for row, rec in zip(rows, recs):
+        prompt = rec.get("prompt") if isinstance(rec.get("prompt"), str) else None
+        sent = prompt if prompt is not None and prompt.strip() else row["text"]
+        matched.append({**row, "text": sent, "dataset_text": row["text"],
                         "sample_index": rec["sample_index"], "response": rec["response"]})
     if not matched:
         raise GenerationsFileError(f"{source}: no line matches a HolisticBias sentence (by 'prompt' text or "
@@ -282,10 +298,12 @@ class HolisticGeneration(Suite):
 
 
 def _interval_text(how: dict | None) -> str | None:
-    """'bca bootstrap, 1000 resamples of descriptors' from metrics' ci-method record."""
+    """'jackknife log-t over 26 descriptors (...)' from metrics' ci-method record: the method used."""
     if not isinstance(how, dict) or not how.get("method"):
         return None
-    return f"{how['method']} bootstrap, {how.get('n_resamples')} resamples of {how.get('unit')}"
+    if str(how["method"]).startswith("jackknife"):
+        return f"{how['method']}, delete-one over {how.get('n_resamples')} units: {how.get('unit')}"
+    return f"{how['method']}, {how.get('n_resamples')} resamples of {how.get('unit')}"
 
 
 def _num(d: dict, key: str) -> float | None:
@@ -387,7 +405,8 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
                          top_cluster=top_clusters(probs, styles, clusters),
                          **{f"cluster_{c}": v for c, v in cp.items()})
     desc = descriptor_cluster_means(t, d, probs, styles, clusters)
-    axis_of = table.drop_duplicates("descriptor").set_index("descriptor")["axis"]
+    # a descriptor listed under several axes ("queer") names them all
+    axis_of = table.groupby("descriptor")["axis"].agg(lambda a: ", ".join(sorted(set(map(str, a)))))
     desc.insert(1, "axis", desc["descriptor"].map(axis_of))
     desc = desc.merge(word_frequencies(desc["descriptor"].tolist()), on="descriptor", how="left")
     cluster_bias = pd.DataFrame({"cluster": list(clusters), "styles": [", ".join(m) for m in clusters.values()],
@@ -411,6 +430,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
         "full_gen_bias_x1000": summary["fgb"],
         "full_gen_bias_ci_x1000": summary["fgb_ci"],
         "full_gen_bias_ci_method": summary["fgb_ci_method"],
+        "full_gen_bias_ci_missing": summary.get("fgb_ci_missing"),
         "noise_floor": summary.get("noise_floor"),
         "verdict": summary.get("verdict"),
         "warnings": ([f"FGB per axis rests on fewer than {MIN_AXIS_DESCRIPTORS} descriptors for "
@@ -446,7 +466,10 @@ def _print_summary(console, metrics: dict) -> None:
     if metrics.get("verdict"):
         console.print(f"Full Gen Bias: [bold]{metrics['verdict']}[/bold]")
     console.print(f"Full Gen Bias x1000: [bold]{f(metrics['full_gen_bias_x1000'])}[/bold]"
-                  + (f" (95% CI {f(ci[0])} to {f(ci[1])}, descriptors resampled)" if ci else "")
+                  + (f" (95% CI {f(ci[0])} to {f(ci[1])}, "
+                     f"{(metrics.get('full_gen_bias_ci_method') or {}).get('method')} over descriptors, nouns fixed)"
+                     if ci else f" ({metrics['full_gen_bias_ci_missing']})" if metrics.get("full_gen_bias_ci_missing")
+                     else "")
                   + (f"; permuted-label floor {f(nf.get('fgb_permuted_mean'))}, ratio {f(nf.get('ratio'))}, "
                      f"p = {f(nf.get('p_value'), '.3f')} (labels shuffled within {' x '.join(nf.get('strata') or [])})"
                      if nf else "")
@@ -550,7 +573,7 @@ def _style_variance_change(t, d, p_before, p_after, styles) -> tuple[pd.DataFram
 
 def _paired_verdicts(have, options) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """FGB and parroting rate of every later run against the first, on matched prompts, with
-    paired bootstrap intervals over descriptors (within axes); the per-style variance changes
+    paired jackknife intervals over descriptors (pooled across axes); the per-style variance changes
     (paper Table 15) and one line per run for the section's text."""
     from biaslens.metrics import paired_gen_bias_change
     from biaslens.suites.compare import run_differences
@@ -575,10 +598,10 @@ def _paired_verdicts(have, options) -> tuple[dict[str, Any], list[dict[str, Any]
             from biaslens.config import ConfigError
 
             raise ConfigError(f"compare: '{base.label}' and '{e.label}' share fewer than two descriptors: nothing to compare")
-        t, d, axes = rb["template"].to_numpy(), rb["descriptor"].to_numpy(), rb["axis"].to_numpy()
+        t, d = rb["template"].to_numpy(), rb["descriptor"].to_numpy()
         entry: dict[str, Any] = {"prompts": note, "n_responses": int(len(rb)), "differences": blocking}
         par_b, par_a = parroting(rb["text"], rb["response"]), parroting(ra["text"], ra["response"])
-        par = paired_gen_bias_change(t, d, None, None, groups=axes, values_before=par_b, values_after=par_a, seed=0)
+        par = paired_gen_bias_change(t, d, None, None, values_before=par_b, values_after=par_a)
         entry["parroting"] = {"before": float(par_b.mean()), "after": float(par_a.mean()),
                               "change": float(par_a.mean() - par_b.mean()),
                               "ci": [par.low, par.high] if par else None, "verdict": par.verdict if par else None}
@@ -588,15 +611,18 @@ def _paired_verdicts(have, options) -> tuple[dict[str, Any], list[dict[str, Any]
             lines.append(f"{e.label}: not comparable, the runs differ in {', '.join(blocking)} ({note})")
             changes[e.label] = entry
             continue
-        ch = paired_gen_bias_change(t, d, pb[styles_b].to_numpy(), pa[styles_a].to_numpy(), groups=axes, seed=0)
+        ch = paired_gen_bias_change(t, d, pb[styles_b].to_numpy(), pa[styles_a].to_numpy())
         if ch is None:
-            entry.update({"verdict": "not comparable", "went_down": False, "reason": "fewer than two descriptors per axis"})
+            entry.update({"verdict": "cannot tell", "went_down": False,
+                          "reason": f"fewer than {MIN_INTERVAL_DESCRIPTORS} descriptors in common: no interval"})
+            lines.append(f"{e.label}: cannot tell, {entry['reason']} ({note})")
             changes[e.label] = entry
             continue
         entry.update({"before": ch.before * 1000, "after": ch.after * 1000, "change": ch.change * 1000,
                       "relative_change": ch.change / ch.before if ch.before else None,
-                      "ci": [ch.low * 1000, ch.high * 1000], "ci_method": f"paired {ch.method} bootstrap over "
-                      f"descriptors within axes, {ch.n_resamples} resamples", "verdict": ch.verdict,
+                      "ci": [ch.low * 1000, ch.high * 1000], "ci_method": f"paired {ch.method} interval, delete-one-"
+                      f"descriptor over the {ch.n_resamples} descriptors both runs share (pooled across axes)",
+                      "verdict": ch.verdict,
                       "went_down": ch.verdict == "went down"})
         var_table, var_counts = _style_variance_change(t, d, pb[styles_b].to_numpy(), pa[styles_a].to_numpy(), styles_b)
         entry["style_variance_change"] = var_counts
@@ -613,7 +639,7 @@ def compare_data(entries, options=None) -> dict[str, Any] | None:
     """What ``biaslens compare`` shows of holistic-generation runs (None when no entry has one):
     FGB (with noise floor), PGB/SCGB per cluster, FGB per axis, % offensive and Table 14
     key-phrase rates per entry as rows; against the first run, the FGB change with a paired
-    bootstrap interval (a verdict only when the runs measured the same prompts, scorer and
+    jackknife interval (a verdict only when the runs measured the same prompts, scorer and
     decoding), parroting and the Table 15 variance changes. ``report.compare`` lays it out."""
     from biaslens.suites.compare import CompareOptions
 

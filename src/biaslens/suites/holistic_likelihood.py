@@ -234,6 +234,7 @@ def analyse(rows: pd.DataFrame, *, alpha: float = 0.05, token_counts: dict[str, 
         "love_hate_most_negative": lh.head(5)[["axis", "descriptor", "love_hate_diff"]].to_dict("records") if len(lh) else [],
         "love_hate_most_positive": lh.tail(5)[["axis", "descriptor", "love_hate_diff"]].to_dict("records") if len(lh) else [],
     }
+    metrics["headline_caveat"] = headline_caveat(metrics) or None  # the report and the verdict say it
     return analysis, metrics
 
 
@@ -261,8 +262,30 @@ def verdict(metrics: dict[str, Any]) -> str | None:
     if lb is None:
         return None
     ci = _fmt_ci(metrics.get("ci_low"), metrics.get("ci_high"))
-    return (f"Likelihood Bias {lb:.3f} (95% CI {ci}): {lb:.0%} of {metrics['n_pairs']:,} descriptor pairs differ "
-            f"significantly at p < {metrics['alpha']} (0 is ideal; BH-corrected {metrics['likelihood_bias_bh']:.3f})")
+    how = metrics.get("ci_method")
+    ci += f", {how}" if how not in (None, "bootstrap", "none") else ""
+    return (f"Likelihood Bias {lb:.3f}{_few_mark(metrics)} (95% CI {ci}): {lb:.0%} of {metrics['n_pairs']:,} "
+            f"descriptor pairs differ significantly at p < {metrics['alpha']} (0 is ideal; BH-corrected "
+            f"{metrics['likelihood_bias_bh']:.3f})" + (f". * {metrics['headline_caveat']}" if metrics.get("headline_caveat")
+                                                       else ""))
+
+
+def _few_mark(metrics: dict[str, Any]) -> str:
+    """' *' when the overall figure rests on axes below the minimum number of descriptors."""
+    return " *" if any(v.get("few_descriptors") for v in (metrics.get("by_axis") or {}).values()) else ""
+
+
+def headline_caveat(metrics: dict[str, Any]) -> str:
+    """What the overall figure rests on, when some of its axes have too few descriptors ('' otherwise)."""
+    by_axis = metrics.get("by_axis") or {}
+    few = [v for v in by_axis.values() if v.get("few_descriptors")]
+    if not few:
+        return ""
+    ks = sorted({int(v["n_descriptors"]) for v in few})
+    share = "every axis" if len(few) == len(by_axis) else f"{len(few)} of {len(by_axis)} axes"
+    return (f"it rests on {share} with fewer than {metrics['min_descriptors']} descriptors "
+            f"({'/'.join(map(str, ks))} each): a coarse figure whose interval is unreliable; use a larger "
+            "--sample or --full")
 
 
 def _fmt_ci(lo, hi) -> str:
@@ -285,9 +308,12 @@ def _print_summary(console, metrics: dict) -> None:
                       _fmt_ci(v["ci_low"], v["ci_high"]), f"{v['likelihood_bias_bh']:.3f}",
                       f"{v['likelihood_bias_holm']:.3f}")
     if metrics["likelihood_bias"] is not None:
-        table.add_row("all", f"{metrics['n_pairs']:,}", f"{metrics['likelihood_bias']:.3f}",
+        table.add_row("all", f"{metrics['n_pairs']:,}", f"{metrics['likelihood_bias']:.3f}{_few_mark(metrics)}",
                       _fmt_ci(metrics["ci_low"], metrics["ci_high"]),
                       f"{metrics['likelihood_bias_bh']:.3f}", f"{metrics['likelihood_bias_holm']:.3f}", style="bold")
     console.print(table)
+    if metrics.get("headline_caveat"):
+        console.print(f"[yellow]note:[/yellow] the overall Likelihood Bias (*): {escape(metrics['headline_caveat'])}",
+                      soft_wrap=True)
     for w in metrics["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
