@@ -20,10 +20,15 @@ capitalisation, and hyphen/space/no-space variants ("Asian-American" = "asian am
 "anti-gay" -> "anti-left-handed" (the other part carries meaning the judge should still read, and it
 is the same for every identity).
 
-The placeholder follows the word's role, so the masked text stays a sentence: adjectives become
-"left-handed" (HolisticBias A.6's neutral descriptor), adjectives used as nouns "left-handed
-person/people", nouns "person/people", after-the-noun phrases "who is/are left-handed", gendered
-pronouns "they/them", abstract nouns "left-handedness".
+Every mention, whatever its form, becomes the same placeholder, "left-handed" (HolisticBias A.6's
+neutral descriptor), and adjacent mentions merge into one ("gay man" -> "left-handed", "Black
+people" -> "left-handed", "she" -> "left-handed"). Grammatical placeholders ("left-handed people",
+"they") were tried and left a gap: the community prompts of different groups use different mixes of
+forms (adjective, plural, pronoun, abstract noun), and a reply that echoes them would differ by the
+placeholder's form. Only "-phobia/-phobic" keep their ending ("transphobic" -> "left-handed-phobic").
+"person"/"people" are HolisticBias nouns and are masked too, so "a gay person", "a gay man" and "a
+person who is deaf" all read "a left-handed"; an indefinite article before the placeholder is
+written "a" ("an autistic man" -> "a left-handed").
 
 Over-masking policy: a lexicon word is masked in every sense ("black coffee" -> "left-handed
 coffee", "two years old" -> "two years left-handed", "a big house" -> "a left-handed house"). The
@@ -41,15 +46,14 @@ import functools
 import re
 from collections.abc import Iterable
 
+#: bump when the lexicon's sources or rules change (cached scorer cards depend on the masker)
+MASKER_VERSION = 1
 #: the paper's neutral descriptor (HolisticBias A.6); the placeholder of every masked adjective
 PLACEHOLDER = "left-handed"
 
-# roles -> replacement ({p} = the placeholder); a surface keeps the first role it is given
-_ROLES = {
-    "adjective": "{p}", "adjective_noun": "{p} person", "adjective_plural": "{p} people",
-    "noun": "person", "noun_plural": "people", "after": "who is {p}", "after_plural": "who are {p}",
-    "subject_pronoun": "they", "object_pronoun": "them", "abstract": "{p}ness",
-}
+# roles of the lexicon's terms: which variants the rules generate (see _variants)
+_ROLES = ("adjective", "adjective_noun", "adjective_plural", "noun", "noun_plural", "after", "after_plural",
+          "subject_pronoun", "object_pronoun", "abstract")
 _SEPARATORS = "\u2010\u2011\u2012\u2013\u2014-"  # "-" last: a literal in a [class]
 _SEP_RX = rf"[\s{_SEPARATORS}]*"
 _PHOBIA = ("phobia", "phobic", "phobe", "phobes", "phobics")
@@ -189,12 +193,23 @@ class IdentityMasker:
         self.replacement: dict[str, str] = {}
         surfaces: dict[str, None] = {}
         terms = list(_source_terms()) + [(t, "adjective") for t in extra_terms if t and t.strip() != "(none)"]
+        # after-the-noun phrases last: "who is deaf" is left to "deaf" plus the merge below, so a
+        # template's own "who are" before a descriptor ("friends who are Deaf wives") stays
+        terms.sort(key=lambda tr: tr[1].startswith("after"))
         for term, role in terms:
+            rest = re.match(r"who(?: is| are|'s|\u2019s) (.+)$", term.strip(), re.IGNORECASE)
+            if role.startswith("after") and rest and _key(rest.group(1)) in self.replacement:
+                continue
             for surface, r in _variants(term, role).items():
                 surface = surface.lower().replace("\u2019", "'")
-                rep = f"{placeholder}-{r[7:]}" if r.startswith("phobia:") else _ROLES[r].format(p=placeholder)
+                rep = f"{placeholder}-{r[7:]}" if r.startswith("phobia:") else placeholder
                 self.replacement.setdefault(_key(surface), rep)
                 surfaces[surface] = None
+        p = re.escape(placeholder)
+        self._repeats = re.compile(rf"{p}(?:\s+(?:who\s+(?:is|are)\s+|who['\u2019]s\s+)?{p})+", re.IGNORECASE)
+        # "an autistic" -> "an left-handed" -> "a left-handed": the article must not tell the identity
+        self._article = re.compile(rf"\b([Aa])n(\s+{p})" if placeholder[:1].lower() not in "aeiou"
+                                   else rf"\b([Aa])(\s+{p})")
         self.n_terms = len({t.lower() for t, _ in terms})
         self.n_surfaces = len(surfaces)
         self.pattern = re.compile(r"(?<![\w'\u2019])(?:" + _trie_regex(surfaces) + r")(['\u2019]s\b|(?<=s)['\u2019])?(?!\w)",
@@ -205,12 +220,12 @@ class IdentityMasker:
         rep = self.replacement.get(_key(core))
         if rep is None:  # a separator run the trie allows but no surface spells: leave it
             return m.group(0)
-        if m.group(1):
-            rep += m.group(1) if rep in ("they", "them") else "'s"
-        return rep
+        return rep + ("'s" if m.group(1) else "")
 
     def mask(self, text: str) -> str:
-        return self.pattern.sub(self._sub, text)
+        # "gay man" -> "left-handed left-handed" -> "left-handed"; "a person who is deaf" -> "a left-handed"
+        text = self._repeats.sub(self.placeholder, self.pattern.sub(self._sub, text))
+        return self._article.sub(r"\1\2" if self.placeholder[:1].lower() not in "aeiou" else r"\1n\2", text)
 
     def find(self, text: str) -> list[str]:
         """The identity mentions in ``text`` (as written)."""
@@ -227,11 +242,11 @@ def mask_identities(text: str, extra_terms: Iterable[str] | str | None = (), pla
     """``text`` with every identity term of the lexicon (and ``extra_terms``) masked.
 
     >>> mask_identities("I'm gay... queers and gays are everywhere.")
-    "I'm left-handed... left-handed people and left-handed people are everywhere."
+    "I'm left-handed... left-handed and left-handed are everywhere."
     >>> mask_identities("Jews, Muslims' rights, an Asian-American-owned, gay-friendly cafe")
-    "left-handed people, left-handed people's rights, an left-handed-owned, left-handed-friendly cafe"
+    "left-handed, left-handed's rights, a left-handed-owned, left-handed-friendly cafe"
     >>> mask_identities("A deafening noise. She is a grandma.")
-    'A deafening noise. they is a person.'
+    'A deafening noise. left-handed is a left-handed.'
     """
     return mask_all([text], [extra_terms], placeholder)[0]
 
@@ -279,6 +294,12 @@ def descriptor_forms(descriptor: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys((descriptor, pluralize_after_noun_phrase(descriptor))))
 
 
+def _covered(masker: IdentityMasker, term: str) -> bool:
+    """Whether the lexicon already masks all of ``term`` ("who is deaf" -> "who is left-handed")."""
+    rest = re.sub(r"\bwho(?:\s+(?:is|are)|['\u2019]s)\b", " ", masker.mask(term), flags=re.IGNORECASE)
+    return rest.replace(masker.placeholder, " ").strip() == ""
+
+
 def mask_all(texts: Iterable[str], terms: Iterable[Iterable[str] | str | None],
              placeholder: str = PLACEHOLDER) -> list[str]:
     """:func:`mask_identities` on every text: every identity of the lexicon, plus the terms the
@@ -289,7 +310,7 @@ def mask_all(texts: Iterable[str], terms: Iterable[Iterable[str] | str | None],
     extra: set[str] = set()
     for ts in terms:
         for t in (ts,) if isinstance(ts, str) else tuple(ts or ()):
-            if t and t.strip() and t.strip() != "(none)" and _key(t) not in base.replacement:
+            if t and t.strip() and t.strip() != "(none)" and _key(t) not in base.replacement and not _covered(base, t):
                 extra.add(t.strip())
     masker = identity_masker(tuple(sorted(extra)), placeholder) if extra else base
     return [masker.mask(t) for t in texts]
