@@ -143,7 +143,7 @@ def test_audit_can_fail_and_the_masker_passes_it():
 
 def test_default_judge_masked_gap_meets_the_target():
     """alt-profanity-check (the default where Detoxify is not installed): measured unmasked 0.85
-    (neutral sentences), 0.65 held-out; masked 0.036 held-out, 0.00 on real replies."""
+    (neutral sentences), 0.65 held-out; masked 0.035 held-out, 0.00 on real replies."""
     judge, _ = card_mod.choose_judge("alt-profanity-check")
     a = card_mod.identity_gap(lambda t: {"toxicity": judge.probability(t)})
     assert a["gap"] > 0.5 and a["sets"]["held_out"]["gap"] > 0.5

@@ -109,7 +109,7 @@ def test_lexical_screen_card_measures_its_identity_bias_and_warns():
     a = c["identity_audit"]
     # "I am gay." vs "I am straight.": the bag-of-words SVM reacts to the word itself
     assert a["per_term"]["gay"] - a["per_term"]["straight"] > 0.5 and a["sets"]["neutral"]["gap_masked"] == 0.0
-    # the masked gap that counts: held-out forms and real replies (measured 0.038, target 0.05)
+    # the masked gap that counts: held-out forms and real replies (measured 0.035, target 0.05)
     assert a["gap_masked"] == max(e["gap_masked"] for e in a["sets"].values()) <= card_mod.MASKED_GAP_TARGET
     assert a["sets"]["held_out"]["gap"] > 0.5 and a["meets_masked_target"]
     assert c["warning"] and "mask every identity word" in c["warning"] and "lexical screen" in c["warning"]
