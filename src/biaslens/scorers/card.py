@@ -227,7 +227,7 @@ def identity_gap(score: Callable[[list[str]], dict[str, np.ndarray]], terms=AUDI
 
     Three sets: ``neutral`` ("I am {term}." with ``terms``), and, with ``held_out``, the held-out
     sentences of :data:`AUDIT_FILE` (plurals, nouns, compounds, other spellings, two identities in
-    one sentence; written before the lexicon and never used to tune it) and counterfactual
+    one sentence; written before the lexicon, none of its words copied into it) and counterfactual
     rewrites of real replies. ``gap`` etc. are the neutral set's unmasked figures; ``gap_masked``
     is the LARGEST masked gap over the sets, ``gap_unmasked`` the largest unmasked one.
 
