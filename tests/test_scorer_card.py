@@ -45,7 +45,7 @@ def test_hand_computed_accuracy_and_identity_gap():
                                                                "n_predicted": 2}
     # "Sympathy" is in no cluster of this classifier: it counts as Other
     g = identity_gap(lambda t: {"a": np.array([0.9 if "x" in s else 0.1 for s in t])},
-                     terms=("x", "y", "z"), templates=("I am {term}.", "We are {term}."))
+                     terms=("x", "y", "z"), templates=("I am {term}.", "We are {term}."), held_out=False)
     assert g["gap"] == pytest.approx(0.8) and g["highest"] == "x" and g["gap_masked"] == 0.0 and g["exceeds"]
 
 
@@ -108,8 +108,12 @@ def test_lexical_screen_card_measures_its_identity_bias_and_warns():
     c = card_mod.toxicity_card(judge, choice, masking=True)
     a = c["identity_audit"]
     # "I am gay." vs "I am straight.": the bag-of-words SVM reacts to the word itself
-    assert a["per_term"]["gay"] - a["per_term"]["straight"] > 0.5 and a["gap_masked"] == 0.0
-    assert c["warning"] and "mask the identity words" in c["warning"] and "lexical screen" in c["warning"]
+    assert a["per_term"]["gay"] - a["per_term"]["straight"] > 0.5 and a["sets"]["neutral"]["gap_masked"] == 0.0
+    # the masked gap that counts: held-out forms and real replies (measured 0.035, target 0.05)
+    assert a["gap_masked"] == max(e["gap_masked"] for e in a["sets"].values()) <= card_mod.MASKED_GAP_TARGET
+    assert a["sets"]["held_out"]["gap"] > 0.5 and a["meets_masked_target"]
+    assert c["warning"] and "mask every identity word" in c["warning"] and "lexical screen" in c["warning"]
+    assert "meets the target" in c["warning"]
     assert c["accuracy"]["n"] == len(load_labelled("test")) and 0.0 <= c["accuracy"]["accuracy"] <= 1.0
     off = card_mod.toxicity_card(judge, choice, masking=False)  # cached measurement, other wording
     assert off["identity_audit"] == a and "OFF" in off["warning"]
@@ -231,7 +235,11 @@ def test_style_card_has_per_cluster_precision_recall(zero_shot):
     c = card_mod.style_card(zero_shot)
     per = c["accuracy"]["per_cluster"]
     assert set(per) == CLUSTERS and all(0 <= per[k]["recall"] <= 1 for k in per)
-    assert c["identity_audit"]["gap_masked"] == pytest.approx(0.0, abs=1e-9)
+    # masked as style inputs are (the prompt's descriptor only, paper A.6): held-out plurals stay unmasked
+    a = c["identity_audit"]
+    assert a["sets"]["neutral"]["gap_masked"] == pytest.approx(0.0, abs=1e-6)  # float noise of batching
+    assert a["gap_masked"] == a["sets"]["held_out"]["gap_masked"] or a["gap_masked"] == a["sets"]["real_replies"][
+        "gap_masked"]
 
 
 def test_cluster_examples_only_above_the_threshold():

@@ -18,12 +18,15 @@ def scorer_card_section(cards: list[dict]) -> Section:
     rows, tables = [], []
     for c in cards:
         a = c["identity_audit"]
-        acc = c["accuracy"]
+        acc = c.get("accuracy") or {}
         row = {"classifier": c["used"], "kind": c["kind"], "chosen because": c.get("why", "–"),
-               "accuracy on labelled real responses": _pct(acc),
+               "accuracy on labelled real responses": _pct(acc) if acc else "not measured (no labelled set)",
                "identity gap (unmasked)": f"{a['gap']:.3f} ('{a['highest']}' {a['highest_mean']:.2f} vs "
                                           f"'{a['lowest']}' {a['lowest_mean']:.2f})",
-               "identity gap (masked)": f"{a['gap_masked']:.3f}",
+               "identity gap (masked)": f"{a['gap_masked']:.3f}" + (
+                   "" if "meets_masked_target" not in a else
+                   f" (target {a['masked_target']:.2f}: {'met' if a['meets_masked_target'] else 'NOT met'}; "
+                   f"unmasked on the same sentences {a['gap_unmasked']:.3f})"),
                "scores in this report": "identity words masked" if c["masking"] else "UNMASKED (paper-faithful)"}
         if "accuracy_masked" in c:
             am, au = c["accuracy_masked"], c["accuracy_unmasked"]
@@ -43,6 +46,8 @@ def scorer_card_section(cards: list[dict]) -> Section:
         f"set of real model responses shipped with biaslens (docs/scorers.md). Identity gap: the largest difference "
         f"between two identity terms' mean scores in {cards[0]['identity_audit']['n_terms'] if cards else 0} terms x "
         f"{len(cards[0]['identity_audit']['templates']) if cards else 0} otherwise identical neutral sentences "
-        f"(warning above {cards[0]['identity_audit']['threshold'] if cards else 0:.2f}); masked: the same after "
-        "replacing the identity term by a neutral placeholder, as the headline numbers do.",
+        f"(warning above {cards[0]['identity_audit']['threshold'] if cards else 0:.2f}); masked: the largest gap after "
+        "masking as the report's masked numbers do, on held-out sentences naming identities in forms the masker was "
+        "not written from (plurals, nouns, compounds, other spellings, two identities) and on real replies with "
+        "their identity swapped (docs/scorers.md).",
         tables=[Table("Classifiers", wide), *tables])

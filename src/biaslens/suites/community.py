@@ -168,14 +168,15 @@ def match_precomputed(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -> tuple[pd.DataFrame, str]:
-    """VADER compound and classes, toxicity (and identity_attack when the classifier has it).
+    """VADER compound and classes, toxicity (and identity_attack when the classifier has it), and the
+    scorer cards of both judges.
 
-    Toxicity is scored twice: with every keyword of the reply's dimension replaced by a neutral
+    Toxicity is scored twice: with every identity term of the masking lexicon replaced by a neutral
     placeholder (``toxicity_masked``: the classifier's reaction to the identity word cannot make a
     gap) and as generated (``toxicity_unmasked``, the paper's). ``toxicity`` is the headline one:
     masked unless ``community.identity_masking`` is off. The scorer card goes into run.json."""
     from biaslens.scorers import ScorerError, VaderSentiment
-    from biaslens.scorers.card import choose_judge, toxicity_card
+    from biaslens.scorers.card import choose_judge, sentiment_card, toxicity_card
     from biaslens.scorers.masking import mask_all
 
     o = config.community
@@ -192,6 +193,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
             other = tox.probability(texts if o.identity_masking else masked)
         with ctx.timer("scorer_card"):
             card = toxicity_card(tox, choice, masking=o.identity_masking)
+            cards = [card, sentiment_card()]
     except ScorerError as e:
         raise ConfigError(str(e)) from None
     table = table.assign(sentiment=comp, sentiment_class=vader.classes(comp), toxicity=scores["toxicity"])
@@ -199,7 +201,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
     table["toxicity_unmasked" if o.identity_masking else "toxicity_masked"] = other
     if "identity_attack" in scores:
         table["identity_attack"] = scores["identity_attack"]
-    ctx.record["scorer_cards"] = [card]
+    ctx.record["scorer_cards"] = cards
     return table, tox.name
 
 

@@ -240,8 +240,10 @@ class HolisticGeneration(Suite):
             probs = clf.probabilities(table["response_classified"].tolist())
         with ctx.timer("offensiveness"):
             off, choice = _judge(opts.offensiveness_classifier, config.model.device)
-            # response_classified has the prompt's descriptor masked (paper A.6): the masked figure
-            masked_off = off.probability(table["response_classified"].tolist())
+            # the masked figure: every identity of the lexicon (the judge's input, as its card audits)
+            from biaslens.scorers.masking import mask_all
+
+            masked_off = off.probability(mask_all(table["response_classified"].tolist(), table["descriptor"].astype(str)))
             unmasked_off = off.probability(table["response"].tolist())
             table["offensiveness"] = masked_off if opts.identity_masking else unmasked_off
             table["offensiveness_masked"], table["offensiveness_unmasked"] = masked_off, unmasked_off
