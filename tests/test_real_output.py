@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,68 @@ def test_unlabelled_file_must_stay_blind(tmp_path):
     _write(tmp_path / "holistic_unlabelled.jsonl", [clean, clean | {"id": "hol-1"}])
     with pytest.raises(LabelledSetError, match=":2: duplicate response"):
         load_items("holistic", tmp_path)
+
+
+# -- freezing the passes and the written adjudication rule (docs/annotation.md) -------------
+
+def test_adjudication_rule_agreement_then_majority_of_three_else_unresolved():
+    from biaslens.scorers.labelled import adjudicate
+
+    p1 = {"a": _label(0), "b": _label(1, cluster="Hate"), "c": _label(2, cluster="Hate"), "d": _label(3, offensive=True)}
+    p2 = {"a": _label(0), "b": _label(1, cluster="Envy"), "c": _label(2, cluster="Envy"), "d": _label(3)}
+    p3 = {"a": _label(0, cluster="Hate"),  # a filler item: passes 1-2 agree, the third pass does not count
+          "b": _label(1, cluster="Envy"), "c": _label(2, cluster="Other"), "d": _label(3, offensive=True)}
+    final, summary = adjudicate("holistic", p1, p2, p3)
+    assert [final[i]["cluster"] for i in "abcd"] == ["Care", "Envy", "unresolved", "Care"]
+    assert final["d"]["offensive"] is True
+    assert summary["cluster"] == {"agreed": 2, "majority_of_three": 1, "unresolved": 1}
+    assert summary["offensive"] == {"agreed": 3, "majority_of_three": 1, "unresolved": 0}
+    del p3["b"]
+    with pytest.raises(LabelledSetError, match="'b' has a disagreement on 'cluster' but no third-pass label"):
+        adjudicate("holistic", p1, p2, p3)
+
+
+def _freeze_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("freeze_labels", Path(__file__).parents[1] / "scripts" /
+                                                  "freeze_labels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_freeze_script_merges_chunks_keeps_annotator_and_applies_the_rule(tiny, tmp_path_factory):
+    annot = tmp_path_factory.mktemp("annot")
+    for n, rows in {1: [[_label(0, annotator="A"), _label(1, annotator="A")], [_label(2, annotator="A")]],
+                    2: [[_label(2, annotator="B", cluster="Hate")], [_label(0, annotator="B"), _label(1, annotator="B")]],
+                    3: [[_label(2, annotator="E", cluster="Hate"), _label(0, annotator="E")]]}.items():
+        (annot / f"pass{n}").mkdir()
+        for c, chunk in enumerate(rows, start=1):
+            _write(annot / f"pass{n}" / f"holistic_chunk_0{c}.labels.jsonl", chunk)
+    record = _freeze_script().freeze("holistic", annot, tiny)
+    one = [json.loads(x) for x in (tiny / "holistic_labels_pass1.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in one] == ["hol-0", "hol-1", "hol-2"] and {r["annotator"] for r in one} == {"A"}
+    final = load_labels("holistic", "final", folder=tiny)
+    assert final["hol-2"]["cluster"] == "Hate" and final["hol-0"]["cluster"] == "Care"
+    assert record["adjudication"]["cluster"] == {"agreed": 2, "majority_of_three": 1, "unresolved": 0}
+    assert record["annotators"] == {"pass1": ["A"], "pass2": ["B"], "pass3": ["E"]}
+    assert record["agreement_pass1_pass2"]["all"]["cluster"]["raw_agreement"] == pytest.approx(2 / 3)
+    (annot / "pass2" / "holistic_chunk_01.labels.jsonl").unlink()
+    with pytest.raises(LabelledSetError, match="pass 2 of holistic labels 2 of 3 items: not complete"):
+        _freeze_script().freeze("holistic", annot, tiny)
+
+
+@pytest.mark.parametrize("task", ["holistic", "community"])
+def test_shipped_final_labels_are_the_rule_applied_to_the_shipped_passes(task):
+    from biaslens.scorers.labelled import adjudicate, data_dir
+
+    if not (data_dir() / f"{task}_labels_final.jsonl").is_file():
+        pytest.skip(f"{task} labels not frozen yet")
+    ids = {i["id"] for i in load_items(task)}
+    passes = [load_labels(task, w, ids=ids) for w in ("pass1", "pass2", "pass3")]
+    assert len(passes[0]) == len(passes[1]) == len(ids)
+    final, summary = adjudicate(task, *passes)
+    assert load_labels(task, "final", ids=ids) == final
+    record = json.loads((data_dir() / f"{task}_agreement.json").read_text())
+    assert record["adjudication"] == summary and record["n_items"] == len(ids)

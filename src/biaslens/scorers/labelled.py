@@ -6,7 +6,9 @@ Layout (``scorers/data/real_output/``, described in its README.md):
 - ``<task>_unlabelled.jsonl``: one reply per line (``id``, ``prompt``, ``response`` and its
   provenance); no classifier output of any kind, so annotators stay blind.
 - ``<task>_labels_pass1.jsonl``, ``<task>_labels_pass2.jsonl``: the two independent passes;
-  ``<task>_labels_final.jsonl``: after the written adjudication rule (docs/annotation.md).
+  ``<task>_labels_pass3.jsonl``: the third blind pass on the items with any disagreement (mixed
+  with agreed filler items); ``<task>_labels_final.jsonl``: after the written adjudication rule
+  (docs/annotation.md, :func:`adjudicate`).
   One ``{"id": ..., <field>: <value>, ...}`` per line; extra keys (``annotator``, ``note``)
   are allowed.
 
@@ -25,7 +27,7 @@ from biaslens.scorers.base import ScorerError
 from biaslens.scorers.styles import DEFAULT_CLUSTERS
 
 TASKS = ("holistic", "community")
-PASSES = ("pass1", "pass2", "final")
+PASSES = ("pass1", "pass2", "pass3", "final")
 REPLY_TYPES = ("ok", "gibberish", "disclaimer", "off_topic")
 CLUSTER_LABELS = (*DEFAULT_CLUSTERS, "Other")
 SENTIMENTS = ("positive", "neutral", "negative")
@@ -164,3 +166,78 @@ def load_labelled(task: str, split: str | None = None, which: str = "final",
         raise LabelledSetError(f"{task}_labels_{which}.jsonl: {len(missing)} item(s) of {task}_unlabelled.jsonl "
                                f"have no label, e.g. {missing[:3]}")
     return [{**i, **labels[i["id"]]} for i in items if split is None or i["split"] == split]
+
+
+#: order of the categories for agreement (sentiment is ordinal: negative < neutral < positive)
+ORDERED = {"sentiment": ("negative", "neutral", "positive")}
+
+
+def field_categories(task: str, field: str) -> tuple:
+    """The values of one label field, in the order agreement uses."""
+    return ORDERED.get(field, LABEL_FIELDS[task][field])
+
+
+def adjudicate(task: str, pass1: dict[str, dict], pass2: dict[str, dict],
+               pass3: dict[str, dict] | None) -> tuple[dict[str, dict], dict]:
+    """The written rule (docs/annotation.md): per field, the label the first two passes agree
+    on; else the majority of the three passes; all three different -> "unresolved".
+
+    Returns (id -> final labels, summary: per field the number agreed, settled by the third
+    pass and unresolved). Every item of pass 1 must be in pass 2; an item with a disagreement
+    must be in pass 3 (else :class:`LabelledSetError` naming it).
+
+    >>> p1 = {"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1}}
+    >>> p2 = {"a": {"x": 1}, "b": {"x": 2}, "c": {"x": 2}}
+    >>> p3 = {"b": {"x": 2}, "c": {"x": 3}}
+    >>> final, summary = adjudicate("t", p1, p2, p3)
+    >>> [final[i]["x"] for i in "abc"], summary["x"]
+    ([1, 2, 'unresolved'], {'agreed': 1, 'majority_of_three': 1, 'unresolved': 1})
+    """
+    if set(pass1) != set(pass2):
+        odd = sorted(set(pass1) ^ set(pass2))
+        raise LabelledSetError(f"{task}: passes 1 and 2 label different items, e.g. {odd[:3]}")
+    fields = list(next(iter(pass1.values()), {}))
+    summary = {f: {"agreed": 0, "majority_of_three": 0, "unresolved": 0} for f in fields}
+    final: dict[str, dict] = {}
+    for item, one in pass1.items():
+        two, row = pass2[item], {}
+        for f in fields:
+            if one[f] == two[f]:
+                row[f] = one[f]
+                summary[f]["agreed"] += 1
+                continue
+            if pass3 is None or item not in pass3:
+                raise LabelledSetError(f"{task}: item {item!r} has a disagreement on {f!r} but no third-pass label")
+            three = pass3[item][f]
+            if three in (one[f], two[f]):
+                row[f] = three
+                summary[f]["majority_of_three"] += 1
+            else:
+                row[f] = UNRESOLVED
+                summary[f]["unresolved"] += 1
+        final[item] = row
+    return final, summary
+
+
+def agreement_report(task: str, folder: str | Path | None = None, n_boot: int = 2000) -> dict:
+    """Agreement of passes 1 and 2 per field (Cohen's kappa with a bootstrap 95% interval over
+    items, linearly weighted kappa for sentiment too, raw agreement, each pass's label counts),
+    over all items and per split."""
+    from biaslens.metrics.classification import agreement
+
+    items = load_items(task, folder)
+    ids = {i["id"] for i in items}
+    one, two = load_labels(task, "pass1", folder, ids), load_labels(task, "pass2", folder, ids)
+    out: dict[str, dict] = {}
+    for split in ("all", "dev", "test"):
+        keep = [i["id"] for i in items if (split == "all" or i["split"] == split) and i["id"] in one]
+        per = {}
+        for f in LABEL_FIELDS[task]:
+            cats = field_categories(task, f)
+            a, b = [one[i][f] for i in keep], [two[i][f] for i in keep]
+            per[f] = agreement(a, b, cats, key=f"{task}|{split}|{f}", n_boot=n_boot)
+            if f in ORDERED:
+                per[f]["linear_weighted"] = agreement(a, b, cats, weights="linear", key=f"{task}|{split}|{f}|w",
+                                                      n_boot=n_boot)
+        out[split] = per
+    return out
