@@ -109,3 +109,99 @@ def test_kappa_bootstrap_interval_covers_in_simulation():
     hits = sum(lo <= truth <= hi for lo, hi in
                (agreement(*draw(300), cats, key=str(i), n_boot=400)["ci"] for i in range(100)))
     assert 88 <= hits <= 100
+
+
+# -- the cards: test items only, plain words when there is no measured skill -----------------
+
+def _tiny_set(tmp_path, n=120):
+    import json
+
+    from biaslens.scorers.labelled import split_of
+
+    items = [{"id": f"hol-{i:04d}", "prompt": "I'm tall.", "response": f"reply {i}", "suite": "holistic-generation",
+              "model": "m", "decoding": {}, "seed": 0, "sample_index": i, "descriptor": "tall"} for i in range(n)]
+    cl_of = lambda i: ("Care", "Other", "Sympathy")[i % 3]  # noqa: E731
+    labels = [{"id": it["id"], "cluster": "unresolved" if i == 5 else cl_of(i), "offensive": i % 4 == 0,
+               "reply_type": "ok"} for i, it in enumerate(items)]
+    for name, rows in (("holistic_unlabelled", items), ("holistic_labels_final", labels)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path, {it["id"]: split_of(it["id"]) for it in items}, {lab["id"]: lab for lab in labels}
+
+
+def test_card_headline_uses_test_items_only_and_leaves_out_unresolved(tmp_path):
+    from biaslens.scorers.card import measure_skill
+
+    folder, split, labels = _tiny_set(tmp_path)
+    seen: list[str] = []
+
+    def predict(rows):
+        seen.extend(r["id"] for r in rows)
+        return [r["cluster"] for r in rows]  # a perfect judge
+
+    s = measure_skill("style", predict, folder=folder, n_boot=200)
+    expected = [i for i in split if split[i] == "test" and labels[i]["cluster"] != "unresolved"]
+    assert seen == expected and s["n"] == len(expected) and s["split"] == "test"
+    assert s["n_unresolved"] == int(split["hol-0005"] == "test")
+    assert s["value"] == 1.0 and not s["no_skill"]
+
+
+def test_no_measured_skill_in_plain_words_on_card_report_and_terminal(tmp_path):
+    from biaslens.report.scorer_card import scorer_card_section
+    from biaslens.scorers.card import card_warnings, measure_skill, skill_caveat, skill_text, skill_verdict
+
+    folder, *_ = _tiny_set(tmp_path)
+    flat = measure_skill("style", lambda rows: ["Care"] * len(rows), folder=folder, n_boot=200)
+    assert flat["no_skill"] and flat["value"] == pytest.approx(flat["baseline"])
+    verdict = skill_verdict(flat, "style", "judge-x")
+    assert verdict.startswith("NO MEASURED SKILL") and "PGB, SCGB" in verdict and "not shown to judge better" in verdict
+    coin = measure_skill("offensiveness", lambda rows: np.full(len(rows), 0.3), folder=folder, n_boot=200)
+    assert coin["no_skill"] and coin["value"] == 0.5 and "offensiveness rates" in skill_verdict(coin, "offensiveness", "j")
+    good = measure_skill("offensiveness", lambda rows: [float(r["offensive"]) for r in rows], folder=folder, n_boot=200)
+    assert not good["no_skill"] and "NO MEASURED SKILL" not in skill_verdict(good, "offensiveness", "j")
+    cards = [{"role": "style", "used": "judge-x", "kind": "k", "masking": True, "skill": flat, "skill_verdict": verdict,
+              "skill_warning": verdict, "warning": None}]
+    assert card_warnings(cards) == [verdict] and skill_caveat(cards) == verdict  # terminal footer, report sections
+    assert "NO MEASURED SKILL" in skill_text(flat)
+    html_cells = scorer_card_section(cards).tables[0].df.to_string()
+    assert "NO MEASURED SKILL" in html_cells
+    missing = measure_skill("sentiment", lambda rows: [], folder=folder)  # no community labels in the folder
+    assert missing["status"] == "not measured" and missing["no_skill"]
+    assert skill_verdict(missing, "sentiment", "vader").startswith("NO MEASURED SKILL: the sentiment judge vader has "
+                                                                   "not been measured")
+
+
+# -- the trained style head -----------------------------------------------------------------
+
+def test_fit_softmax_recovers_separable_classes_and_is_deterministic():
+    from biaslens.scorers.styles import fit_softmax
+
+    rng = np.random.default_rng(0)
+    centres = np.eye(4)[:3] * 4
+    y = np.repeat([0, 1, 2], [60, 30, 5])  # unbalanced, one class never seen among 4 outputs
+    x = centres[y] + rng.normal(size=(len(y), 4))
+    w, b = fit_softmax(x, y, 4, c=1.0, class_weighted=True)
+    assert np.mean(np.argmax(x @ w + b, axis=1) == y) > 0.95
+    assert (np.argmax(x @ w + b, axis=1) != 3).all()  # the unseen class is never predicted
+    w2, b2 = fit_softmax(x, y, 4, c=1.0, class_weighted=True)
+    assert np.array_equal(w, w2) and np.array_equal(b, b2)
+
+
+def test_shipped_head_was_chosen_on_dev_by_cross_validation():
+    from biaslens.scorers.labelled import CLUSTER_LABELS
+    from biaslens.scorers.styles import DEFAULT_STYLE_CLASSIFIER, HeadStyleClassifier
+
+    class _Enc:
+        name = "fake"
+
+        def encode(self, texts):
+            return np.random.default_rng(len(texts)).normal(size=(len(texts), 384)).astype(np.float32)
+
+    head = HeadStyleClassifier(encoder=_Enc())
+    rec = head.record
+    assert tuple(rec["classes"]) == CLUSTER_LABELS and "dev split" in rec["trained_on"]
+    assert rec["chosen"]["cv_balanced_accuracy"] == max(r["cv_balanced_accuracy"] for r in rec["cv"])
+    # the default is the head only because it beat the zero-shot classifier on dev
+    assert DEFAULT_STYLE_CLASSIFIER == "head" and rec["better_than_zero_shot_on_dev"]
+    p = head.probabilities(["I'm so sorry to hear that.", "What is a blicket?"])
+    assert p.shape == (2, 7) and np.allclose(p.sum(axis=1), 1)
+    assert set(head.clusters) == set(CLUSTER_LABELS) - {"Other"}

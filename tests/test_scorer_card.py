@@ -110,7 +110,11 @@ def test_lexical_screen_card_measures_its_identity_bias_and_warns():
     # "I am gay." vs "I am straight.": the bag-of-words SVM reacts to the word itself
     assert a["per_term"]["gay"] - a["per_term"]["straight"] > 0.5 and a["gap_masked"] == 0.0
     assert c["warning"] and "mask the identity words" in c["warning"] and "lexical screen" in c["warning"]
-    assert c["accuracy"]["n"] == len(load_labelled("test")) and 0.0 <= c["accuracy"]["accuracy"] <= 1.0
+    skill = c["skill"]  # community replies: measured on their test half, or plainly "not measured" yet
+    assert skill["set"] == "community" and skill["split"] == "test"
+    assert (skill["status"] == "measured") == (c["skill_warning"] is None or "interval" in c["skill_warning"])
+    hol = card_mod.toxicity_card(judge, choice, role="offensiveness")["skill"]
+    assert hol["set"] == "holistic" and hol["n"] == hol["n_model_output"] == 467 and hol["headline"] == "AUROC"
     off = card_mod.toxicity_card(judge, choice, masking=False)  # cached measurement, other wording
     assert off["identity_audit"] == a and "OFF" in off["warning"]
 
@@ -229,8 +233,9 @@ def test_style_classifier_on_held_out_real_responses(zero_shot):
 
 def test_style_card_has_per_cluster_precision_recall(zero_shot):
     c = card_mod.style_card(zero_shot)
-    per = c["accuracy"]["per_cluster"]
-    assert set(per) == CLUSTERS and all(0 <= per[k]["recall"] <= 1 for k in per)
+    per = c["skill"]["per_class"]
+    assert set(per) == CLUSTERS and all(per[k]["recall"] is None or 0 <= per[k]["recall"] <= 1 for k in per)
+    assert c["skill"]["set"] == "holistic" and c["skill"]["headline"] == "balanced accuracy"
     assert c["identity_audit"]["gap_masked"] == pytest.approx(0.0, abs=1e-9)
 
 

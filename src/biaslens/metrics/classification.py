@@ -104,8 +104,8 @@ def multiclass_skill(truth, pred, categories, *, key: str = "skill", n_boot: int
     cms = _confusions(t, p, k, idx)
     ba, f1 = float(_balanced_accuracy(cm)), float(_macro_f1(cm))
     return {"headline": "balanced accuracy", "value": ba, "ci": list(percentile_interval(_balanced_accuracy(cms))),
-            "baseline": 1 / len(present), "baseline_what": f"1/K, K={len(present)} classes in the labels "
-                                                         "(what the majority-class classifier scores)",
+            "baseline": 1 / len(present), "baseline_what": f"1/K with K={len(present)} label classes: what always giving the "
+                                                         "most common label scores",
             "balanced_accuracy": ba, "macro_f1": f1, "macro_f1_ci": list(percentile_interval(_macro_f1(cms))),
             "macro_f1_baseline": float(_macro_f1(maj_cm)), "accuracy": float(np.trace(cm) / len(t)),
             "majority_class": str(categories[majority]), "majority_accuracy": float(counts[majority] / len(t)),
@@ -156,7 +156,7 @@ def binary_skill(prob, truth, threshold: float = 0.5, *, key: str = "skill", n_b
     both = bool(cm[0].sum() and cm[1].sum())
     majority = int(cm[1].sum() > cm[0].sum())
     out = {"headline": "AUROC", "value": None, "ci": None, "baseline": 0.5,
-           "baseline_what": "0.5 (a score that does not rank offensive above inoffensive items)",
+           "baseline_what": "what a score that ranks items at random scores",
            "threshold": threshold, "balanced_accuracy": None, "balanced_accuracy_ci": None,
            "balanced_accuracy_baseline": 0.5, "accuracy": float(np.trace(cm) / len(y)) if len(y) else None,
            "majority_class": bool(majority), "majority_accuracy": float(cm[majority].sum() / len(y)) if len(y) else None,

@@ -16,7 +16,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings
+from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
 
 def _short(m: str) -> str:
@@ -134,9 +134,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                                              "the identity words.")] if other is not None else [])]))
     gaps = analysis["gaps"]
     other_gaps = analysis.get("toxicity_gaps_other")
+    caveat = skill_caveat(cards)
     sections.append(Section(
         "Gaps within each dimension",
-        "gap = mean(a) - mean(b). CI: percentile bootstrap over prompts; p: Welch's t-test on prompt means "
+        (caveat + " " if caveat else "") + "gap = mean(a) - mean(b). CI: percentile bootstrap over prompts; p: Welch's t-test on prompt means "
         "(the replies to one prompt are not independent), Holm-adjusted over all pairs of a model and score.",
         figures=[f for f in (dimension_bars(analysis["mean_cis"], "sentiment", models),
                              dimension_bars(analysis["mean_cis"], "toxicity", models)) if f is not None],
