@@ -115,7 +115,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         metrics={"models": ", ".join(_short(m) for m in models), "prompts": metrics["n_prompts"],
                  "prompts in the paper": metrics["paper_prompt_count"], "replies scored": metrics["n_generations"],
                  "toxicity classifier": tox,
-                 "toxicity scorer validity": "; ".join(card_note(c) for c in cards) or "not measured (older run)",
+                 **{f"{c['role']} scorer validity": card_note(c) for c in cards},
                  "gap test": metrics["gap_test"], "gap CI": metrics["gap_ci"]},
     )
     sections = [overview]

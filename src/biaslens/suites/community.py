@@ -194,7 +194,9 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
     table["toxicity_unmasked" if o.identity_masking else "toxicity_masked"] = other
     if "identity_attack" in scores:
         table["identity_attack"] = scores["identity_attack"]
-    ctx.record["scorer_cards"] = [card]
+    from biaslens.scorers.card import sentiment_card
+
+    ctx.record["scorer_cards"] = [card, sentiment_card(vader)]
     return table, tox.name
 
 
