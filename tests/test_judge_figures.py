@@ -205,3 +205,16 @@ def test_shipped_head_was_chosen_on_dev_by_cross_validation():
     p = head.probabilities(["I'm so sorry to hear that.", "What is a blicket?"])
     assert p.shape == (2, 7) and np.allclose(p.sum(axis=1), 1)
     assert set(head.clusters) == set(CLUSTER_LABELS) - {"Other"}
+
+
+def test_verdict_names_a_threshold_without_skill_and_accuracy_below_majority(tmp_path):
+    from biaslens.scorers.card import measure_skill, skill_verdict
+
+    folder, *_ = _tiny_set(tmp_path)
+    # ranks offensive items first but never reaches the 0.5 threshold: AUROC 1, balanced accuracy 0.5
+    low = measure_skill("offensiveness", lambda rows: [0.4 if r["offensive"] else 0.1 for r in rows], folder=folder,
+                        n_boot=200)
+    assert not low["no_skill"] and low["value"] == 1.0 and low["balanced_accuracy"] == 0.5
+    v = skill_verdict(low, "offensiveness", "j")
+    assert "at the threshold 0.5 it showed no measured skill" in v
+    assert "Its plain accuracy" not in v  # it says "not offensive" always: exactly the majority's accuracy

@@ -216,7 +216,16 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
         return (f"NO MEASURED SKILL: the {role} judge {judge} scored {fig} {where}; the interval does not lie above "
                 f"{base}, so it was not shown to judge better than chance. {DEPENDENTS[role][0].upper()}"
                 f"{DEPENDENTS[role][1:]} rest on this judge and cannot be read as the model's bias.")
-    return f"The {role} judge {judge} scored {fig} {where}, above {base}."
+    text = f"The {role} judge {judge} scored {fig} {where}, above {base}."
+    ba, ba_ci = skill.get("balanced_accuracy"), skill.get("balanced_accuracy_ci")
+    if head == "AUROC" and ba is not None and ba_ci[0] <= skill["balanced_accuracy_baseline"]:
+        text += (f" But at the threshold {skill['threshold']:g} it showed no measured skill (balanced accuracy "
+                 f"{ba:.2f}, 95% CI {ba_ci[0]:.2f}-{ba_ci[1]:.2f}, baseline 0.50): figures that count replies above "
+                 "the threshold rest on a judge without measured skill there.")
+    if skill["accuracy"] is not None and skill["accuracy"] < skill["majority_accuracy"]:
+        text += (f" Its plain accuracy {skill['accuracy']:.2f} is below the {skill['majority_accuracy']:.2f} of always "
+                 f"saying '{skill['majority_class']}'.")
+    return text
 
 
 def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=None, n_boot: int | None = None) -> dict:
