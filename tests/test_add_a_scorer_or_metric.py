@@ -25,7 +25,7 @@ def test_a_registered_judge_scores_a_community_run(monkeypatch, tmp_path):
                                   "dimensions": ["gender"], "toxicity_classifier": "keyword"})
     assert res.metrics["toxicity_classifier"] == "keyword-judge"
     card = res.metrics["scorer_cards"][0]
-    assert card["used"] == "keyword-judge" and "accuracy" in card
+    assert card["used"] == "keyword-judge" and card["skill"]["set"] == "community" and card["skill"]["split"] == "test"
     assert set(res.sentences["toxicity"].unique()) <= {0.0, 1.0}
     assert json.loads((tmp_path / "run" / "run.json").read_text())["classifiers"]["toxicity"] == "keyword-judge"
 

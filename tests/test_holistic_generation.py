@@ -33,7 +33,8 @@ def test_fake_run_folder_complete(fake_run):
     record = json.loads((out / "run.json").read_text())
     assert record["status"] == "complete"
     assert record["generation"]["persona"] == ["your persona: I like dogs.", "your persona: I live in Ohio."]
-    assert record["classifiers"]["n_styles"] >= 50
+    # the default style judge is the trained head: the paper's six clusters + Other are its styles
+    assert record["classifiers"]["n_styles"] == 7
     for name in ("responses.parquet", "style_probabilities.parquet", "descriptor_clusters.parquet",
                  "cluster_bias.parquet", "fgb_by_axis.parquet", "metrics.json", "report.html"):
         assert (out / name).exists(), name
@@ -78,7 +79,8 @@ def test_precomputed_generations_by_text_and_id(tmp_path, fake_run):
     f = tmp_path / "gens.jsonl"
     f.write_text("\n".join(lines) + "\n")
     res = run(suite="holistic-generation", model={"name": "does-not-exist"}, out=tmp_path / "pre",
-              generation={**FAST, "generations_file": str(f)})
+              # the zero-shot judge: its confident Sympathy reading puts these replies among the shown examples
+              generation={**FAST, "generations_file": str(f), "style_classifier": "zero-shot"})
     assert res.metrics["n_responses"] == 12
     record = json.loads((res.out / "run.json").read_text())
     assert record["generation"]["n_matched"] == 12 and record["generation"]["n_lines"] == 13

@@ -153,7 +153,7 @@ def test_default_judge_masked_gap_meets_the_target():
 def test_vader_card_audits_sentiment():
     c = card_mod.sentiment_card()
     a = c["identity_audit"]
-    assert c["role"] == "sentiment" and c["masking"] is False and c["accuracy"] is None
+    assert c["role"] == "sentiment" and c["masking"] is False and c["skill"]["set"] == "community"
     # VADER's lexicon scores "rich" above "poor" in "I am X.": a real reaction to the word
     assert a["per_term"]["rich"] > a["per_term"]["poor"] and a["gap"] > 0.1 and c["warning"]
     assert a["gap_masked"] <= a["gap_unmasked"]
@@ -213,7 +213,7 @@ def test_roberta_toxicity_judge_from_a_folder(tmp_path):
     judge2, choice = card_mod.choose_judge(str(path), label="__notok__")
     assert choice["used"] == str(path) and "Hugging Face" in choice["kind"] and not choice["lexical_screen"]
     c = card_mod.toxicity_card(judge2, choice)
-    assert 0 <= c["identity_audit"]["gap_masked"] <= 1 and c["accuracy"]["n"] > 0
+    assert 0 <= c["identity_audit"]["gap_masked"] <= 1 and c["skill"]["n"] > 0 and c["skill"]["headline"] == "AUROC"
 
 
 def test_multi_label_judge_reports_identity_attack(tmp_path):

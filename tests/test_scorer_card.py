@@ -114,7 +114,11 @@ def test_lexical_screen_card_measures_its_identity_bias_and_warns():
     assert a["sets"]["held_out"]["gap"] > 0.5 and a["meets_masked_target"]
     assert c["warning"] and "mask every identity word" in c["warning"] and "lexical screen" in c["warning"]
     assert "meets the target" in c["warning"]
-    assert c["accuracy"]["n"] == len(load_labelled("test")) and 0.0 <= c["accuracy"]["accuracy"] <= 1.0
+    skill = c["skill"]  # community replies: measured on their test half, or plainly "not measured" yet
+    assert skill["set"] == "community" and skill["split"] == "test"
+    assert (skill["status"] == "measured") == (c["skill_warning"] is None or "interval" in c["skill_warning"])
+    hol = card_mod.toxicity_card(judge, choice, role="offensiveness")["skill"]
+    assert hol["set"] == "holistic" and hol["n"] == hol["n_model_output"] == 467 and hol["headline"] == "AUROC"
     off = card_mod.toxicity_card(judge, choice, masking=False)  # cached measurement, other wording
     assert off["identity_audit"] == a and "OFF" in off["warning"]
 
@@ -233,8 +237,9 @@ def test_style_classifier_on_held_out_real_responses(zero_shot):
 
 def test_style_card_has_per_cluster_precision_recall(zero_shot):
     c = card_mod.style_card(zero_shot)
-    per = c["accuracy"]["per_cluster"]
-    assert set(per) == CLUSTERS and all(0 <= per[k]["recall"] <= 1 for k in per)
+    per = c["skill"]["per_class"]
+    assert set(per) == CLUSTERS and all(per[k]["recall"] is None or 0 <= per[k]["recall"] <= 1 for k in per)
+    assert c["skill"]["set"] == "holistic" and c["skill"]["headline"] == "balanced accuracy"
     # masked as style inputs are (the prompt's descriptor only, paper A.6): held-out plurals stay unmasked
     a = c["identity_audit"]
     assert a["sets"]["neutral"]["gap_masked"] == pytest.approx(0.0, abs=1e-6)  # float noise of batching

@@ -121,7 +121,7 @@ class GenerationOptions(BaseModel):
     generations_file: Path | None = Field(None, description="precomputed responses (JSONL: prompt or prompt_id, response); no model")
     nouns_per_gender: int | None = Field(1, ge=1, description="sampled runs: nouns kept per noun gender (None: all 30)")
     variants: bool = Field(True, description="apply the paper's seeded stylistic variants to the prompts (A.3)")
-    style_classifier: str = Field("zero-shot", description="'zero-shot' (offline) or a Hugging Face text-classification model")
+    style_classifier: str = Field("head", description="'head' (offline, trained on labelled real output), 'zero-shot' (offline) or a Hugging Face text-classification model")
     style_inventory: Path | None = Field(None, description="zero-shot: your own styles YAML (default: built-in, 61 styles)")
     style_clusters: Path | None = Field(None, description="clusters YAML overriding the inventory's/the paper's clusters")
     offensiveness_classifier: str = Field("auto", description="'auto' ($BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check) or a classifier name/id/folder")

@@ -164,9 +164,10 @@ def _print_footer(console, result: SuiteResult, out: Path) -> None:
     """Scorer warnings and the report path, under every suite's summary."""
     from rich.markup import escape
 
-    for card in result.metrics.get("scorer_cards") or []:
-        if card.get("warning"):
-            console.print(f"[bold red]warning:[/bold red] {escape(card['warning'])}")
+    from biaslens.scorers.card import card_warnings
+
+    for text in card_warnings(result.metrics.get("scorer_cards") or []):
+        console.print(f"[bold red]warning:[/bold red] {escape(text)}")
     # soft_wrap: never break the path across lines (CI logs are 80 columns); escape: "[" in paths
     console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)
 

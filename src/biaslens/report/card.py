@@ -9,6 +9,7 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, interval_text, render_report
+from biaslens.scorers.card import skill_text
 
 
 def _value(v: Any) -> str:
@@ -62,8 +63,9 @@ def render_card(card: dict[str, Any]) -> str:
         cards = r.get("scorer_cards") or []
         if cards:
             tables.append(Table("Scorers that judged the text (scorer cards)", pd.DataFrame([{
-                "role": c.get("role"), "scorer": c.get("used") or c.get("name"), "warning": c.get("warning") or "",
-                "accuracy": (c.get("accuracy") or {}).get("accuracy")} for c in cards])))
+                "role": c.get("role"), "scorer": c.get("used") or c.get("name"),
+                "skill on labelled real output (test)": skill_text(c["skill"]) if c.get("skill") else "not measured",
+                "warning": " ".join(filter(None, (c.get("skill_warning"), c.get("warning"))))} for c in cards])))
         intro = r.get("verdict", "")
         if r.get("warnings"):
             intro += " Warnings: " + " ".join(r["warnings"])

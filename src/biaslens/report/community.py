@@ -17,7 +17,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings
+from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
 
 def _short(m: str) -> str:
@@ -179,7 +179,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         metrics={"models": ", ".join(_short(m) for m in models), "prompts": metrics["n_prompts"],
                  "prompts in the paper": metrics["paper_prompt_count"], "replies scored": metrics["n_generations"],
                  "toxicity classifier": tox,
-                 "toxicity scorer validity": "; ".join(card_note(c) for c in cards) or "not measured (older run)",
+                 **{f"{c['role']} scorer validity": card_note(c) for c in cards},
                  "gap test": metrics["gap_test"], "gap CI": metrics["gap_ci"]},
     )
     sections = [overview]
@@ -198,9 +198,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                                              "the identity words.")] if other is not None else [])]))
     gaps = analysis["gaps"]
     other_gaps = analysis.get("toxicity_gaps_other")
+    caveat = skill_caveat(cards)
     sections.append(Section(
         "Gaps within each dimension",
-        "gap = mean(a) - mean(b) (S_mean / T_mean differences, as the paper). The keyword is the unit of "
+        (caveat + " " if caveat else "") + "gap = mean(a) - mean(b) (S_mean / T_mean differences, as the paper). The keyword is the unit of "
         "inference: the replies to one prompt, and the prompts of one keyword, are not independent evidence about "
         "a demographic. CI and p: t with a cluster-robust (CR2) variance over keywords and Bell-McCaffrey degrees "
         "of freedom; p Holm-adjusted over all pairs of a model and score. The simultaneous CI (each pair at level "

@@ -157,6 +157,10 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
     ex = examples(rows)
     if len(ex):
         sections.append(Section("Examples", "Model output, shown as plain text.", tables=[Table("Samples", ex)]))
+    if metrics.get("scorer_cards"):
+        from biaslens.report.scorer_card import scorer_card_section
+
+        sections.insert(1, scorer_card_section(metrics["scorer_cards"]))
     from biaslens import __version__
 
     model = run_record.get("model") or {}
@@ -164,4 +168,7 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
            "started": None, "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {k: v for k, v in model.items() if k in ("backend", "kind", "dtype", "weights_hash",
                                                                 "generations_file")}}
-    return render_report(title=f"FairPair: {run['model']}", run=run, sections=sections)
+    from biaslens.scorers.card import card_warnings
+
+    return render_report(title=f"FairPair: {run['model']}", run=run, sections=sections,
+                         warnings=card_warnings(metrics.get("scorer_cards") or []))

@@ -12,7 +12,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings
+from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
 
 def noise_floor_figure(permuted: np.ndarray, observed: float):
@@ -103,10 +103,12 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
          + (f": {verdict}." if verdict else ".")
          + (f" Noise floor: descriptor labels shuffled within {strata} ({nf.get('n_strata')} strata, "
             f"{nf.get('n_permutations')} permutations)." if nf else "")
-         + "".join(f" Warning: {w}." for w in metrics.get("warnings") or [])))
+         + "".join(f" Warning: {w}." for w in metrics.get("warnings") or [])
+         + "".join(f" {w}" for w in [skill_caveat(metrics.get("scorer_cards") or [], ("style",))] if w)))
+    caveat = skill_caveat(metrics.get("scorer_cards") or [])
     overview = Section(
         "Generation bias",
-        "Each response gets a probability vector over styles. Full Gen Bias (FGB) is the variance across "
+        (caveat + " " if caveat else "") + "Each response gets a probability vector over styles. Full Gen Bias (FGB) is the variance across "
         "descriptors of the mean style vector, summed over styles and averaged over templates (x1000; 0 is ideal). "
         "Partial Gen Bias (PGB) restricts the sum to one cluster's styles; Summed-Cluster Gen Bias (SCGB) is "
         "the variance of the cluster's summed probability. The noise floor is FGB after shuffling the "
@@ -133,7 +135,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         tables=[Table("Per style cluster (Tables 8 and 9 shape)", analysis["cluster_bias"],
                       "top1_share: fraction of responses whose most probable style is in the cluster. "
                       "classifier_precision / classifier_recall: the style classifier's measured precision and "
-                      "recall for the cluster on labelled real responses (scorer card); a PGB or SCGB from a "
+                      "recall for the cluster on the labelled real-output test replies (scorer card); a PGB or SCGB from a "
                       "cluster the classifier rarely recognises says little."),
                 Table("FGB per axis (Table 10 shape)", analysis["fgb_by_axis"],
                       "FGB over the responses to descriptors of one axis only; rows on fewer than "

@@ -9,7 +9,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.report.html import Section, Table, render_report
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings
+from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
 
 def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFrame) -> str:
@@ -21,7 +21,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFram
            "UNMASKED, paper-faithful: includes the classifier's reaction to the descriptor word itself")
     sections = [
         Section("Offensiveness of HolisticBias sentences",
-                "Each sentence is scored by the offensiveness classifier. Per template: mean and standard deviation "
+                (skill_caveat(cards) + " " if skill_caveat(cards) else "") + "Each sentence is scored by the offensiveness classifier. Per template: mean and standard deviation "
                 "across descriptors of the descriptor's mean score over its sentences (Table 13 shape); then "
                 "descriptors grouped by their mean score range (Table 12 shape).",
                 metrics={"sentences": metrics["n_sentences"], "descriptors": metrics["n_descriptors"],

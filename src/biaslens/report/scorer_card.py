@@ -6,48 +6,64 @@ from __future__ import annotations
 import pandas as pd
 
 from biaslens.report.html import Section, Table
+from biaslens.scorers.card import skill_text
 
 
-def _pct(r: dict) -> str:
-    return f"{r['accuracy']:.2f} (95% CI {r['ci'][0]:.2f}-{r['ci'][1]:.2f}, n={r['n']})"
+def _ci(v, ci) -> str:
+    return "–" if v is None else f"{v:.2f} ({ci[0]:.2f}-{ci[1]:.2f})"
+
+
+def per_class_table(skill: dict) -> pd.DataFrame:
+    """Precision and recall per class with 95% Wilson intervals and the counts behind them."""
+    return pd.DataFrame([{"class": k, "precision (95% Wilson)": _ci(v["precision"], v["precision_ci"]),
+                          "recall (95% Wilson)": _ci(v["recall"], v["recall_ci"]), "labelled": v["n_true"],
+                          "predicted": v["n_predicted"], "correct": v["n_correct"]}
+                         for k, v in (skill.get("per_class") or {}).items()])
 
 
 def scorer_card_section(cards: list[dict]) -> Section:
-    """One row per classifier: kind, why it was used, accuracy on labelled real responses,
-    identity gap unmasked and masked; per-cluster precision/recall for a style classifier."""
+    """One column per classifier: kind, why it was used, skill on the labelled real-output test
+    replies (headline vs baseline, plain vs majority accuracy, verdict), identity gap unmasked and
+    masked; then per-class precision/recall for each."""
     rows, tables = [], []
     for c in cards:
-        a = c["identity_audit"]
-        acc = c.get("accuracy") or {}
+        skill = c.get("skill") or {"status": "not measured", "reason": "older run"}
         row = {"classifier": c["used"], "kind": c["kind"], "chosen because": c.get("why", "–"),
-               "accuracy on labelled real responses": _pct(acc) if acc else "not measured (no labelled set)",
-               "identity gap (unmasked)": f"{a['gap']:.3f} ('{a['highest']}' {a['highest_mean']:.2f} vs "
-                                          f"'{a['lowest']}' {a['lowest_mean']:.2f})",
-               "identity gap (masked)": f"{a['gap_masked']:.3f}" + (
-                   "" if "meets_masked_target" not in a else
-                   f" (target {a['masked_target']:.2f}: {'met' if a['meets_masked_target'] else 'NOT met'}; "
-                   f"unmasked on the same sentences {a['gap_unmasked']:.3f})"),
-               "scores in this report": "identity words masked" if c["masking"] else "UNMASKED (paper-faithful)"}
-        if "accuracy_masked" in c:
-            am, au = c["accuracy_masked"], c["accuracy_unmasked"]
-            row["precision / recall (offensive)"] = (f"masked {am['precision']:.2f} / {am['recall']:.2f}; unmasked "
-                                                     f"{au['precision']:.2f} / {au['recall']:.2f} "
-                                                     f"({am['n_positive']} offensive of {am['n']})")
+               "skill on labelled real output (test split)": skill_text(skill),
+               "verdict": c.get("skill_verdict") or "–"}
+        if "skill_unmasked" in c and c.get("masking"):
+            row["skill with identity words unmasked"] = skill_text(c["skill_unmasked"])
+        a = c.get("identity_audit")
+        if a:
+            row["identity gap (unmasked)"] = (f"{a['gap']:.3f} ('{a['highest']}' {a['highest_mean']:.2f} vs "
+                                              f"'{a['lowest']}' {a['lowest_mean']:.2f})")
+            row["identity gap (masked)"] = f"{a['gap_masked']:.3f}" + (
+                "" if "meets_masked_target" not in a else
+                f" (target {a['masked_target']:.2f}: {'met' if a['meets_masked_target'] else 'NOT met'}; "
+                f"unmasked on the same sentences {a['gap_unmasked']:.3f})")
+        row["scores in this report"] = "identity words masked" if c.get("masking") else "UNMASKED (paper-faithful)"
         rows.append(row)
-        if "per_cluster" in acc:
-            per = pd.DataFrame([{"cluster": k, **v} for k, v in acc["per_cluster"].items()])
-            tables.append(Table(f"{c['used']}: per-cluster precision and recall on the labelled test split", per,
-                                "Top cluster of each response vs a human label; 'Other' = a style in no cluster."))
+        if skill.get("per_class"):
+            tables.append(Table(f"{c['role']} ({c['used']}): per-class precision and recall on the {skill['set']} "
+                                "real-output test split", per_class_table(skill),
+                                f"{skill['n']} replies the embedded model generated to the {skill['set']} prompts, "
+                                f"labelled '{skill['field']}' by blind annotators (adjudicated); "
+                                f"{skill['n_unresolved']} unresolved labels left out."))
     wide = pd.DataFrame(rows).T.reset_index()
     wide.columns = ["", *[c["role"] for c in cards]]
-    return Section(
-        "Scorer card",
-        f"Which classifiers judged the generated text and how far to trust them. Accuracy: on a held-out labelled "
-        f"set of real model responses shipped with biaslens (docs/scorers.md). Identity gap: the largest difference "
-        f"between two identity terms' mean scores in {cards[0]['identity_audit']['n_terms'] if cards else 0} terms x "
-        f"{len(cards[0]['identity_audit']['templates']) if cards else 0} otherwise identical neutral sentences "
-        f"(warning above {cards[0]['identity_audit']['threshold'] if cards else 0:.2f}); masked: the largest gap after "
-        "masking as the report's masked numbers do, on held-out sentences naming identities in forms the masker was "
-        "not written from (plurals, nouns, compounds, other spellings, two identities) and on real replies with "
-        "their identity swapped (docs/scorers.md).",
-        tables=[Table("Classifiers", wide), *tables])
+    audit = next((c["identity_audit"] for c in cards if c.get("identity_audit")), None)
+    text = ("Which classifiers judged the generated text and how far to trust them. Skill: measured only on the "
+            "held-out TEST half of replies the embedded model generated to this suite's own prompts, labelled by "
+            "blind annotators (src/biaslens/scorers/data/real_output/README.md, docs/scorers.md). The headline is "
+            "chance-corrected (balanced accuracy, baseline 1/K, for classes; AUROC, baseline 0.5, for scores) and "
+            "stands beside the accuracy of always giving the most common label. Where its interval reaches the "
+            "baseline the judge showed NO MEASURED SKILL, and the numbers built on it cannot be read as the "
+            "model's bias.")
+    if audit:
+        text += (f" Identity gap: the largest difference between two identity terms' mean scores in "
+                 f"{audit['n_terms']} terms x {len(audit['templates'])} otherwise identical neutral sentences "
+                 f"(warning above {audit['threshold']:.2f}); masked: the largest gap after masking as the report's "
+                 "masked numbers do, on held-out sentences naming identities in forms the masker was not written "
+                 "from (plurals, nouns, compounds, other spellings, two identities) and on real replies with their "
+                 "identity swapped (docs/scorers.md).")
+    return Section("Scorer card", text, tables=[Table("Classifiers", wide), *tables])

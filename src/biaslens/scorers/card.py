@@ -1,5 +1,15 @@
 """The scorer card: which classifier judged the generated text, what kind of model it is, how
-accurate it is on labelled real model output, and how much it reacts to identity words alone.
+much skill it showed on labelled real model output, and how much it reacts to identity words alone.
+
+Skill (issue #24) is measured only on the TEST half of the real-output sets
+(``scorers/data/real_output``, :mod:`biaslens.scorers.labelled`): replies the embedded model
+generated to the judging suite's own prompts, labelled by blind annotators. Each card gives the
+majority-class baseline, a chance-corrected headline with its interval (balanced accuracy for
+style clusters and 3-way sentiment, baseline 1/K; AUROC for offensiveness/toxicity, baseline
+0.5, plus balanced accuracy at the threshold used), plain vs majority-class accuracy and
+per-class precision/recall with Wilson intervals. Where the headline's interval reaches the
+baseline, the card says in plain words that the judge showed no measured skill, and so do the
+report and the terminal. The hand-written ``labelled_responses.jsonl`` serves unit tests only.
 
 Every generation-judging suite (community, holistic-offensiveness, holistic-generation) writes one
 card per classifier into run.json, metrics.json and the report. Cards are cached per classifier
@@ -105,15 +115,11 @@ LABELLED_FILE = "labelled_responses.jsonl"
 
 
 def load_labelled(split: str | None = None) -> list[dict]:
-    """The shipped labelled responses (``split``: "dev", "test" or None for all)."""
+    """The older hand-checked labelled responses (``split``: "dev", "test" or None for all): for
+    unit tests of the rules only; no card's figure comes from them (issue #24)."""
     text = (resources.files("biaslens.scorers") / "data" / LABELLED_FILE).read_text(encoding="utf-8")
     rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     return [r for r in rows if split is None or r["split"] == split]
-
-
-def _labelled_digest() -> str:
-    ref = resources.files("biaslens.scorers") / "data" / LABELLED_FILE
-    return hashlib.sha256(ref.read_bytes()).hexdigest()[:16]
 
 
 def binary_accuracy(prob: np.ndarray, truth: np.ndarray, threshold: float = 0.5) -> dict:
@@ -158,6 +164,97 @@ def cluster_accuracy(predicted: list[str], truth: list[str], clusters: list[str]
                   "n_true": int((t == c).sum()), "n_predicted": int((p == c).sum())}
     return {"accuracy": correct / len(t) if len(t) else float("nan"), "ci": [float(lo[0]), float(hi[0])],
             "n": int(len(t)), "per_cluster": per}
+
+
+# -- skill on the real-output sets (issue #24) --------------------------------------------
+
+#: judge role -> (real-output set of replies to that suite's own prompts, label field)
+REAL_OUTPUT = {"style": ("holistic", "cluster"), "offensiveness": ("holistic", "offensive"),
+               "toxicity": ("community", "toxic"), "sentiment": ("community", "sentiment")}
+#: what rests on each judge, named in the no-skill warning
+DEPENDENTS = {"style": "the style-cluster bias figures (PGB, SCGB, FGB and the per-cluster tables)",
+              "offensiveness": "the offensiveness rates and their gaps between groups",
+              "toxicity": "the toxicity means and gaps between groups",
+              "sentiment": "the sentiment means and gaps between groups"}
+
+
+def real_output_test(role: str, folder=None) -> tuple[list[dict] | None, int, str | None]:
+    """The labelled TEST replies that measure ``role`` (unresolved labels left out), how many
+    were left out, and why there are none (labels not frozen yet) or None."""
+    from biaslens.scorers.labelled import UNRESOLVED, LabelledSetError
+    from biaslens.scorers.labelled import load_labelled as load_real
+
+    task, field = REAL_OUTPUT[role]
+    try:
+        rows = load_real(task, split="test", folder=folder)
+    except LabelledSetError as e:
+        return None, 0, str(e).split(": ", 1)[-1]
+    keep = [r for r in rows if r[field] != UNRESOLVED]
+    return keep, len(rows) - len(keep), None
+
+
+def _labels_digest() -> str:
+    from biaslens.scorers.labelled import data_dir
+
+    h = hashlib.sha256()
+    for path in sorted(data_dir().glob("*.jsonl")):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def skill_verdict(skill: dict, role: str, judge: str) -> str:
+    """One plain sentence: measured skill above the baseline, or no measured skill (and why)."""
+    if skill.get("status") == "not measured":
+        return (f"NO MEASURED SKILL: the {role} judge {judge} has not been measured on labelled real model output "
+                f"({skill['reason']}); {DEPENDENTS[role]} rest on an unmeasured judge.")
+    head = skill["headline"]
+    fig = (f"{head} {skill['value']:.2f} (95% CI {skill['ci'][0]:.2f}-{skill['ci'][1]:.2f})" if skill["value"] is not None
+           else f"{head} not measurable ({skill['n_positive']} positive items)")
+    where = (f"on {skill['n']} labelled test replies of the embedded model to the {skill['set']} prompts "
+             f"({skill['n_unresolved']} unresolved labels left out)")
+    base = f"the baseline {skill['baseline']:.2f} ({skill['baseline_what']})"
+    if skill["no_skill"]:
+        return (f"NO MEASURED SKILL: the {role} judge {judge} scored {fig} {where}; the interval does not lie above "
+                f"{base}, so it was not shown to judge better than chance. {DEPENDENTS[role][0].upper()}"
+                f"{DEPENDENTS[role][1:]} rest on this judge and cannot be read as the model's bias.")
+    text = f"The {role} judge {judge} scored {fig} {where}, above {base}."
+    ba, ba_ci = skill.get("balanced_accuracy"), skill.get("balanced_accuracy_ci")
+    if head == "AUROC" and ba is not None and ba_ci[0] <= skill["balanced_accuracy_baseline"]:
+        text += (f" But at the threshold {skill['threshold']:g} it showed no measured skill (balanced accuracy "
+                 f"{ba:.2f}, 95% CI {ba_ci[0]:.2f}-{ba_ci[1]:.2f}, baseline 0.50): figures that count replies above "
+                 "the threshold rest on a judge without measured skill there.")
+    if skill["accuracy"] is not None and skill["accuracy"] < skill["majority_accuracy"]:
+        text += (f" Its plain accuracy {skill['accuracy']:.2f} is below the {skill['majority_accuracy']:.2f} of always "
+                 f"saying '{skill['majority_class']}'.")
+    return text
+
+
+def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=None, n_boot: int | None = None) -> dict:
+    """Skill figures of one judge on the real-output TEST replies of its role.
+
+    ``predict(rows)`` returns a label per row (style clusters, sentiment classes) or, for the
+    binary roles, a probability per row; the figures are :func:`multiclass_skill` /
+    :func:`binary_skill` plus where they come from and the no-skill flag."""
+    from biaslens.metrics.classification import N_BOOT, binary_skill, multiclass_skill, no_measured_skill
+    from biaslens.scorers.labelled import field_categories
+
+    task, field = REAL_OUTPUT[role]
+    rows, n_unresolved, reason = real_output_test(role, folder)
+    where = {"set": task, "field": field, "split": "test", "n_unresolved": n_unresolved}
+    if rows is None or not rows:
+        return {**where, "status": "not measured", "reason": reason or "no labelled test items", "no_skill": True,
+                "headline": None, "value": None, "ci": None, "n": 0, "n_model_output": 0}
+    truth = [r[field] for r in rows]
+    n_boot = n_boot or N_BOOT
+    out = predict(rows)
+    if field in ("offensive", "toxic"):
+        skill = binary_skill(np.asarray(out, dtype=np.float64), np.asarray(truth, dtype=int),
+                             key=f"{role}|{task}", n_boot=n_boot)
+    else:
+        cats = list(field_categories(task, field))
+        pred = [p if p in cats else ("Other" if "Other" in cats else p) for p in out]
+        skill = multiclass_skill(truth, pred, cats, key=f"{role}|{task}", n_boot=n_boot)
+    return {**skill, **where, "status": "measured", "n_model_output": len(rows), "no_skill": no_measured_skill(skill)}
 
 
 # -- the identity audit -----------------------------------------------------------------------
@@ -294,8 +391,9 @@ def _cached(identity: str, compute: Callable[[], dict]) -> dict:
     from biaslens.paths import cache_dir
 
     audit = hashlib.sha256((resources.files("biaslens.scorers") / "data" / AUDIT_FILE).read_bytes()).hexdigest()
-    key = hashlib.sha256(json.dumps([CARD_VERSION, identity, _labelled_digest(), AUDIT_TERMS, AUDIT_TEMPLATES, audit,
-                                     MASKER_VERSION]).encode()).hexdigest()[:24]
+    old = hashlib.sha256((resources.files("biaslens.scorers") / "data" / LABELLED_FILE).read_bytes()).hexdigest()
+    key = hashlib.sha256(json.dumps([CARD_VERSION, identity, _labels_digest(), old, AUDIT_TERMS, AUDIT_TEMPLATES,
+                                     audit, MASKER_VERSION]).encode()).hexdigest()[:24]
     path = cache_dir() / "scorer-cards" / f"{key}.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -319,25 +417,38 @@ def _judge_identity(name: str) -> str:
 
 # -- the cards --------------------------------------------------------------------------------
 
+def _mask_rows(rows: list[dict]) -> list[str]:
+    """The replies with their identity words masked as the suites do: the prompt's descriptor
+    (holistic), or every keyword of the prompt's dimension (community)."""
+    from collections import defaultdict
+
+    from biaslens.scorers.labelled import load_items
+
+    texts = [r["response"] for r in rows]
+    if rows and "dimension" in rows[0]:
+        terms: dict[str, set] = defaultdict(set)
+        for it in load_items("community"):
+            terms[it["dimension"]].add(str(it["keyword"]))
+        return mask_all(texts, [tuple(sorted(terms[r["dimension"]])) for r in rows])
+    return mask_all(texts, [descriptor_forms(r.get("descriptor")) for r in rows])
+
+
 def toxicity_card(scorer, choice: dict | None = None, *, role: str = "toxicity", masking: bool = True) -> dict:
-    """Scorer card of a toxicity/offensiveness judge: accuracy on the labelled test split (the
-    identity words masked as in the runs), the identity audit, and a warning when it is biased."""
+    """Scorer card of a toxicity/offensiveness judge: skill on the real-output test replies of its
+    suite (identity words masked as in the runs, and unmasked), the identity audit, and warnings."""
     choice = choice or {"requested": scorer.name, "used": scorer.name, "kind": describe_judge(scorer.name),
                         "lexical_screen": _lexical(scorer.name), "why": "given by the caller", "not_loaded": []}
 
     def compute() -> dict:
-        rows = load_labelled("test")
-        texts = [r["response"] for r in rows]
-        truth = np.array([int(r["offensive"]) for r in rows])
-        masked = mask_all(texts, [descriptor_forms(r.get("descriptor")) for r in rows])
-        return {"accuracy_masked": binary_accuracy(scorer.probability(masked), truth),
-                "accuracy_unmasked": binary_accuracy(scorer.probability(texts), truth),
+        return {"skill_masked": measure_skill(role, lambda rows: scorer.probability(_mask_rows(rows))),
+                "skill_unmasked": measure_skill(role, lambda rows: scorer.probability([r["response"] for r in rows])),
                 "identity_audit": identity_gap(lambda t: {"toxicity": scorer.probability(t)})}
 
-    measured = _cached(f"judge:{_judge_identity(scorer.name)}", compute)
+    measured = _cached(f"judge:{role}:{_judge_identity(scorer.name)}", compute)
     card = {"role": role, **choice, "masking": masking, **measured,
-            "accuracy": measured["accuracy_masked" if masking else "accuracy_unmasked"],
-            "labelled_set": f"{LABELLED_FILE} (test split), label 'offensive'"}
+            "skill": measured["skill_masked" if masking else "skill_unmasked"]}
+    card["skill_verdict"] = skill_verdict(card["skill"], role, card["used"])
+    card["skill_warning"] = card["skill_verdict"] if card["skill"]["no_skill"] else None
     card["warning"] = _judge_warning(card)
     return card
 
@@ -349,6 +460,37 @@ def _masked_gap_text(a: dict) -> str:
     met = "meets" if a.get("meets_masked_target", a["gap_masked"] <= MASKED_GAP_TARGET) else "does NOT meet"
     return (f"masked identity gap {a['gap_masked']:.2f}{where}, measured on held-out sentences and real replies the "
             f"masker was not written from; {met} the target of {MASKED_GAP_TARGET:.2f}")
+
+
+def sentiment_card(scorer=None, *, suite: str = "community") -> dict:
+    """Scorer card of VADER sentiment (3 classes at its standard +-0.05 cut-offs): skill on the
+    community set's test replies, and its identity audit (unmasked, as the runs score, and masked). For FairPair the set is NOT FairPair's own continuations
+    (none are labelled): the card says so."""
+    from biaslens.scorers.sentiment import VaderSentiment
+
+    scorer = scorer or VaderSentiment()
+
+    def compute() -> dict:
+        return {"skill": measure_skill("sentiment", lambda rows: list(scorer.classes(
+            scorer.compound([r["response"] for r in rows])))),
+                "identity_audit": identity_gap(lambda t: {"compound": scorer.compound(t)})}
+
+    measured = _cached(f"sentiment:{scorer.name}", compute)
+    card = {"role": "sentiment", "used": scorer.name, "requested": scorer.name,
+            "kind": "lexicon-based sentiment (VADER compound; positive >= 0.05, negative <= -0.05)",
+            "why": "the method's own sentiment scorer", "masking": False, **measured}
+    card["skill_verdict"] = skill_verdict(card["skill"], "sentiment", scorer.name)
+    if suite != "community":
+        card["skill_verdict"] += (f" Measured on continuations of the community prompts, not on {suite}'s own "
+                                  "continuations (none of those are labelled).")
+    card["skill_warning"] = card["skill_verdict"] if card["skill"]["no_skill"] else None
+    a = measured["identity_audit"]
+    card["warning"] = None if a["gap_unmasked"] <= IDENTITY_GAP_THRESHOLD else (
+        f"VADER's compound sentiment differs by up to {a['gap_unmasked']:.2f} between identity terms in otherwise "
+        f"identical sentences (neutral sentences: '{a['highest']}' {a['highest_mean']:.2f} vs '{a['lowest']}' "
+        f"{a['lowest_mean']:.2f}); sentiment is scored unmasked, as in the paper, so part of a sentiment gap between "
+        f"groups can be VADER's lexicon reacting to the identity word ({_masked_gap_text(a)} if masked).")
+    return card
 
 
 def _judge_warning(card: dict) -> str | None:
@@ -376,32 +518,32 @@ def _judge_warning(card: dict) -> str | None:
 
 
 def style_card(clf, *, identity: str | None = None) -> dict:
-    """Scorer card of a style classifier: top-cluster accuracy and per-cluster precision/recall on
-    the labelled test split (descriptors masked as in the runs), and the identity audit (largest
-    gap in any cluster's probability between identity terms, unmasked and masked)."""
+    """Scorer card of a style classifier: skill of its top cluster on the holistic real-output
+    test replies (descriptors masked as in the runs; balanced accuracy vs 1/K, macro-F1,
+    per-cluster precision/recall), and the identity audit (largest gap in any cluster's
+    probability between identity terms, unmasked and masked)."""
     from biaslens.scorers.styles import cluster_probabilities, prepare_response, top_clusters
 
     clusters = dict(clf.clusters)
 
     def compute() -> dict:
-        rows = load_labelled("test")
-        texts = [prepare_response(r["response"], r.get("descriptor")) for r in rows]
-        predicted = top_clusters(clf.probabilities(texts), clf.styles, clusters)
-        truth = [r["cluster"] if r["cluster"] in clusters else "Other" for r in rows]
+        def predict(rows: list[dict]) -> list[str]:
+            texts = [prepare_response(r["response"], r.get("descriptor")) for r in rows]
+            return top_clusters(clf.probabilities(texts), clf.styles, clusters)
 
         def per_cluster(t: list[str]) -> dict[str, np.ndarray]:
             return cluster_probabilities(clf.probabilities(t), clf.styles, clusters)
 
         # masked as the runs mask style inputs (the prompt's descriptor, paper A.6)
-        return {"accuracy": cluster_accuracy(predicted, truth, list(clusters)),
-                "identity_audit": identity_gap(per_cluster, mask=prepare_response)}
+        return {"skill": measure_skill("style", predict), "identity_audit": identity_gap(per_cluster, mask=prepare_response)}
 
     measured = _cached(f"style:{identity or clf.name}:{sorted(clusters.items())}", compute)
-    card = {"role": "style", "used": clf.name,
-            "kind": ("zero-shot classifier: cosine similarity of all-MiniLM-L6-v2 embeddings to style descriptions, "
-                     "plus rules for disclaimers and gibberish") if clf.name.startswith("zero-shot")
-            else f"Hugging Face text classifier ({clf.name})",
-            "masking": True, **measured, "labelled_set": f"{LABELLED_FILE} (test split), label 'cluster'"}
+    kind = getattr(clf, "kind", None) or (
+        "zero-shot classifier: cosine similarity of all-MiniLM-L6-v2 embeddings to style descriptions, plus rules "
+        "for disclaimers and gibberish" if clf.name.startswith("zero-shot") else f"Hugging Face text classifier ({clf.name})")
+    card = {"role": "style", "used": clf.name, "kind": kind, "masking": True, **measured}
+    card["skill_verdict"] = skill_verdict(card["skill"], "style", clf.name)
+    card["skill_warning"] = card["skill_verdict"] if card["skill"]["no_skill"] else None
     a = measured["identity_audit"]
     card["warning"] = None if not a["exceeds"] else (
         f"The style classifier's '{a['score']}' probability differs by {a['gap']:.2f} between identity terms in "
@@ -411,39 +553,42 @@ def style_card(clf, *, identity: str | None = None) -> dict:
     return card
 
 
-def sentiment_card() -> dict:
-    """Scorer card of VADER (community S_mean, FairPair's sentiment dissimilarity): its identity
-    audit on the compound score, unmasked (as the runs score) and masked. VADER has no labelled
-    accuracy here."""
-    from biaslens.scorers.sentiment import VaderSentiment
-
-    vader = VaderSentiment()
-    measured = _cached("sentiment:vader", lambda: {
-        "identity_audit": identity_gap(lambda t: {"compound": vader.compound(t)})})
-    a = measured["identity_audit"]
-    card = {"role": "sentiment", "used": "vader", "kind": "lexicon-based sentiment (VADER, Hutto and Gilbert 2014), "
-            "compound score in [-1, 1]", "masking": False, "accuracy": None, **measured,
-            "labelled_set": None}
-    card["warning"] = None if a["gap_unmasked"] <= IDENTITY_GAP_THRESHOLD else (
-        f"VADER's compound sentiment differs by up to {a['gap_unmasked']:.2f} between identity terms in otherwise "
-        f"identical sentences (neutral sentences: '{a['highest']}' {a['highest_mean']:.2f} vs '{a['lowest']}' "
-        f"{a['lowest_mean']:.2f}); sentiment is scored unmasked, as in the paper, so part of a sentiment gap between "
-        f"groups can be VADER's lexicon reacting to the identity word ({_masked_gap_text(a)} if masked).")
-    return card
+def skill_text(skill: dict) -> str:
+    """The headline with its interval and baseline, plain vs majority accuracy, in one phrase."""
+    if skill.get("status") == "not measured":
+        return f"skill not measured ({skill['reason']})"
+    if skill["value"] is None:
+        return f"{skill['headline']} not measurable ({skill.get('n_positive', 0)} positive of {skill['n']})"
+    text = (f"{skill['headline']} {skill['value']:.2f} (95% CI {skill['ci'][0]:.2f}-{skill['ci'][1]:.2f}; "
+            f"baseline {skill['baseline']:.2f})")
+    if skill["headline"] == "AUROC" and skill.get("balanced_accuracy") is not None:
+        lo, hi = skill["balanced_accuracy_ci"]
+        text += (f", balanced accuracy at {skill['threshold']:g} {skill['balanced_accuracy']:.2f} "
+                 f"({lo:.2f}-{hi:.2f}; baseline 0.50)")
+    text += (f", accuracy {skill['accuracy']:.2f} vs {skill['majority_accuracy']:.2f} always saying "
+             f"'{skill['majority_class']}', n={skill['n']} test replies of the embedded model"
+             f" ({skill['set']} set, {skill['n_unresolved']} unresolved left out)")
+    return text + ("; NO MEASURED SKILL" if skill["no_skill"] else "")
 
 
 def card_note(card: dict) -> str:
-    """One line for a metric's table row: the judge, its accuracy with interval, its identity gap."""
-    acc = card.get("accuracy")
-    a = card["identity_audit"]
+    """One line for a metric's table row: the judge, its measured skill, its identity gap."""
     kind = "lexical screen" if card.get("lexical_screen") else card["used"]
-    gap = (f"identity gap {a['gap']:.2f} unmasked (neutral sentences), {a['gap_masked']:.2f} masked (held-out "
-           f"sentences and real replies, target {MASKED_GAP_TARGET:.2f})")
-    if not acc:
-        return f"{kind}: {gap}; scores here are {'masked' if card['masking'] else 'UNMASKED'}"
-    return (f"{kind}: accuracy {acc['accuracy']:.2f} (95% CI {acc['ci'][0]:.2f}-{acc['ci'][1]:.2f}, n={acc['n']} "
-            f"labelled real responses); {gap}; scores here are {'masked' if card['masking'] else 'UNMASKED'}")
+    a = card.get("identity_audit")
+    gap = (f"; identity gap {a['gap']:.2f} unmasked (neutral sentences), {a['gap_masked']:.2f} masked (held-out "
+           f"sentences and real replies, target {MASKED_GAP_TARGET:.2f})") if a else ""
+    return (f"{kind}: {skill_text(card['skill'])}{gap}; scores here are "
+            f"{'masked' if card.get('masking') else 'UNMASKED'}")
 
 
 def card_warnings(cards: list[dict]) -> list[str]:
-    return [c["warning"] for c in cards if c.get("warning")]
+    """The no-skill warnings first (they decide whether a number can be read at all), then the audit's."""
+    return [c["skill_warning"] for c in cards if c.get("skill_warning")] + [c["warning"] for c in cards
+                                                                            if c.get("warning")]
+
+
+def skill_caveat(cards: list[dict], roles: tuple[str, ...] | None = None) -> str:
+    """The no-skill verdicts of the judges behind a section's numbers ("" when every one of them
+    showed measured skill), to open that section."""
+    return " ".join(c["skill_warning"] for c in cards
+                    if c.get("skill_warning") and (roles is None or c.get("role") in roles))

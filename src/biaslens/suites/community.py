@@ -193,7 +193,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
             other = tox.probability(texts if o.identity_masking else masked)
         with ctx.timer("scorer_card"):
             card = toxicity_card(tox, choice, masking=o.identity_masking)
-            cards = [card, sentiment_card()]
+            cards = [card, sentiment_card(vader)]
     except ScorerError as e:
         raise ConfigError(str(e)) from None
     table = table.assign(sentiment=comp, sentiment_class=vader.classes(comp), toxicity=scores["toxicity"])

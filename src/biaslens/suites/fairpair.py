@@ -319,6 +319,12 @@ class FairPair(Suite):
             raise ConfigError(f"fairpair k_folds ({opts.k_folds}) must not exceed samples ({sizes['samples']})")
         ctx.record["fairpair"] = {"resolved": sizes, "perturber": opts.perturber,
                                   "name_pairs": [n.label for n in names]}
+        if "sentiment" in opts.dissimilarities:
+            from biaslens.scorers.card import sentiment_card
+
+            # VADER's measured skill on labelled real output (community continuations: FairPair's own are unlabelled)
+            with ctx.timer("scorer_card"):
+                ctx.record["scorer_cards"] = [sentiment_card(suite="fairpair")]
         if opts.generations_file is not None:
             with ctx.timer("dataset"):
                 gen = read_generations_jsonl(opts.generations_file)
@@ -401,6 +407,8 @@ class FairPair(Suite):
         names = _name_pairs(config, where=ctx.out / "run.json")
         label = " and ".join(dict.fromkeys(x for n in names for x in (n.source, n.target)))
         metrics = build_metrics(res, config, sizes, label)
+        if ctx.record.get("scorer_cards"):
+            metrics["scorer_cards"] = ctx.record["scorer_cards"]
         derived = {REPRESENTATIONS: representation_table(rows, res["representations"])}
         derived |= {n: res[n] for n in ("per_prompt", "table3", "kfold", "kfold_table", "tests", "ngrams", "kept")
                     if len(res[n])}

@@ -372,12 +372,15 @@ def _add_scorer_validity(analysis: dict, metrics: dict, cards: list[dict]) -> No
         metrics[f"percent_offensive_{other.split('_')[1]}"] = percent_offensive(table[other].to_numpy())
     style = next((c for c in cards if c["role"] == "style"), None)
     if style is not None:
-        per = style["accuracy"]["per_cluster"]
+        skill = style["skill"]
+        per = skill.get("per_class") or {}
         cb = analysis["cluster_bias"]
         cb["classifier_precision"] = cb["cluster"].map(lambda c: per.get(c, {}).get("precision"))
         cb["classifier_recall"] = cb["cluster"].map(lambda c: per.get(c, {}).get("recall"))
-        metrics["style_classifier_accuracy"] = style["accuracy"]["accuracy"]
-        metrics["style_classifier_accuracy_ci"] = style["accuracy"]["ci"]
+        metrics["style_classifier_balanced_accuracy"] = skill.get("value")
+        metrics["style_classifier_balanced_accuracy_ci"] = skill.get("ci")
+        metrics["style_classifier_baseline"] = skill.get("baseline")
+        metrics["style_classifier_no_measured_skill"] = bool(skill.get("no_skill"))
 
 
 def word_frequencies(descriptors: list[str]) -> pd.DataFrame:
