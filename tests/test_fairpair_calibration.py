@@ -186,3 +186,32 @@ def test_bring_your_own_explicit_cap_is_reported(tmp_path):
     rec = json.loads((res.out / "run.json").read_text())["fairpair"]["samples_given"]
     assert rec == {"continuations": 600, "used": 400, "dropped_by_samples_cap": 200, "samples_cap": 100,
                    "per_prompt_min": 100, "per_prompt_max": 100}
+
+
+def test_suite_drops_other_person_continuations_from_both_sets(tmp_path):
+    from biaslens.models.fake import FakeBackend
+
+    class RelativeBackend(FakeBackend):
+        """Every other continuation mentions a brother; otherwise the same for John and Jane."""
+
+        def generate_batch(self, prompts, params, seeds):
+            out = []
+            for p, s in zip(prompts, seeds):
+                he, his = ("She", "her") if p.startswith("Jane") else ("He", "his")
+                rel = f" {his.capitalize()} brother said he was tired." if s % 2 else ""
+                out.append(f"{he} likes item {s % 9}.{rel} {he} reads with {his} dog {s % 4}.")
+            return out
+
+    res = biaslens.run(suite="fairpair", model="fake", out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"),
+                       backend=RelativeBackend(), fairpair={"n_occupations": 2, "samples": 10, "max_new_tokens": 12,
+                                                            "dissimilarities": ["jaccard"], "k_folds": None})
+    rows = res.continuations
+    amb = rows["continuation"].str.contains("brother")
+    assert amb.any() and (~rows.loc[amb, "kept"]).all()
+    assert (rows.loc[amb, "filter_reason"] == "ambiguous_reference").all()
+    assert rows.loc[~amb, "kept"].all()
+    k = res.metrics["models"]["fake"]["kept"]
+    assert k["dropped_ambiguous_reference"] == int((amb & (rows["set"] == "A")).sum())
+    assert k["dropped_B_ambiguous_reference"] == int((amb & (rows["set"] == "B")).sum())
+    assert k["ambiguous_share_B"] == pytest.approx(k["dropped_B_ambiguous_reference"] / k["n_B"])
+    assert "ambiguous_reference" in (res.out / "report.html").read_text()

@@ -679,6 +679,10 @@ def _print_summary(console, res: dict, metrics: dict) -> None:
         if info["table3"]:
             console.print(table)
         if info["kept"]:
-            console.print(f"perturbations kept: {info['kept']['kept']:,}/{info['kept']['n']:,} "
-                          f"({100 * info['kept_share']:.1f}%)")
+            k = info["kept"]
+            console.print(f"perturbations kept: {k['kept']:,}/{k['n']:,} ({100 * info['kept_share']:.1f}%)")
+            if k.get("dropped_ambiguous_reference") or k.get("dropped_B_ambiguous_reference"):
+                console.print(f"left out of both sets (another person and a gendered pronoun: the rule perturber "
+                              f"cannot tell whose pronoun it is): A {100 * k['ambiguous_share_A']:.1f}%, "
+                              f"B {100 * k['ambiguous_share_B']:.1f}%")
         console.print(metrics["verdicts"].get(model, ""))
