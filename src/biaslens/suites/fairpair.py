@@ -340,7 +340,7 @@ def _judge(tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
                           "continuations of a prompt): V, F and the test are undefined")
         elif not (math.isfinite(r.detectable_F) and r.detectable_F <= DETECTABLE_F):
             status.append("cannot tell")
-            reason.append(f"too little data for the test to see a difference: at this size it detects (80% power) "
+            reason.append(f"too little data for the test to see a difference: at this size it detects (about 80% power) "
                           f"only F above {r.detectable_F:.2f}, not F = {DETECTABLE_F}")
         else:
             status.append("not significant")
@@ -382,7 +382,7 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
             det = ", ".join(f"{r.dissimilarity} F above {r.detectable_F:.2f}" for r in g.itertuples())
             text = (f"Not significant: no difference between {names} beyond the model's sampling variability "
                     f"(no dissimilarity with p < {alpha}, {adj}, and cross > within). At this size the test "
-                    f"detects with 80% power {det}; smaller differences cannot be ruled out.")
+                    f"detects with about 80% power {det}; smaller differences cannot be ruled out.")
         out[str(model)] = text
     return out
 
