@@ -139,7 +139,8 @@ def test_llm_perturber_reports_kept_share(tmp_path):
     kept = res.metrics["models"]["fake"]["kept"]
     assert kept["kept"] == 0 and kept["dropped_prefix"] == kept["n"]
     assert res.metrics["models"]["fake"]["table3"] == {}
-    assert res.metrics["verdicts"]["fake"].startswith("Not evaluated") and res.metrics["significant"]["fake"] is False
+    assert res.metrics["verdicts"]["fake"].startswith("Cannot tell") and res.metrics["significant"]["fake"] is False
+    assert res.metrics["status"]["fake"] == "cannot tell"
 
 
 def test_cli_flags(tmp_path):

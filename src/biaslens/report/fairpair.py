@@ -124,22 +124,31 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
         sections.append(Section(
             "Significance",
             "Welch t-test of all cross-set dissimilarities d(A_i, B_j) against all within-set ones (pooled over "
-            "prompts), as the paper; p two-sided, p_greater one-sided (cross > within). Pairs share samples, so this "
-            "p-value is optimistic: the prompt-level paired t-test of B(x) against (V_A(x)+V_B(x))/2 is the "
-            "conservative check.",
+            "prompts, equally many samples of A and B per prompt), as the paper; p two-sided, p_greater one-sided "
+            "(cross > within), p_holm adjusted over the dissimilarities (the verdict uses it). Pairs share samples; "
+            "measured by simulation the test is conservative under no difference (1.7% at 0.05 at 5 x 20 and "
+            "60 x 100). status is 'cannot tell' (with the reason) when the test is undefined or could not have "
+            "detected F = 1.1 (detectable_F: the (B/V)^2 it detects with about 80% power). The prompt-level "
+            "paired t-test of B(x) against (V_A(x)+V_B(x))/2 uses one value per prompt.",
             tables=[Table("Tests", tests)],
             figures=[distribution_figure(res["distributions"], source, target)] if res["distributions"] else []))
     if len(res["kfold_table"]):
         sections.append(Section(
             "k-fold variant",
             "Each set split into k folds; a fold is represented by its mean score (sentiment), the union of its "
-            "token sets (Jaccard) or its mean embedding; B, V and F computed between folds.",
+            "token sets (Jaccard) or its mean embedding; B, V and F computed between folds. The k-fold F depends "
+            "strongly on k (the paper used 200 folds of 500 samples; biaslens defaults to 10): compare it only at "
+            "the same k. The verdict does not use it.",
             tables=[Table("k-fold scores", res["kfold_table"])]))
     kept = res["kept"]
     if len(kept):
         sections.append(Section(
             "Perturbation filters (paper Table 1 shape)",
-            "A perturbed continuation is dropped when it does not begin with the expected perturbed prompt p(x), "
+            ("Rule perturber: a continuation of either set that mentions another person and a gendered pronoun is "
+             "left out of both sets (ambiguous_reference: the pronoun may be that person's; counts and shares per "
+             "set below). " if metrics["settings"].get("perturber") == "rule" else
+             "LLM perturber (it resolves coreference; no other-person check). ")
+            + "A perturbed continuation is dropped when it does not begin with the expected perturbed prompt p(x), "
             f"still names {source}, or its token Jaccard dissimilarity to the original exceeds "
             f"{metrics['settings']['max_jaccard']} ({metrics['settings']['filter_jaccard']} comparison).",
             tables=[Table("Kept share per model", kept)]))

@@ -16,6 +16,7 @@ from .perturb import (
     LLMPerturber,
     NamePair,
     PerturbationMap,
+    ReferenceCheck,
     RulePerturber,
     TermPair,
     check_perturbation,
@@ -27,7 +28,7 @@ from .perturb import (
 
 __all__ = [
     "FILTER_REASONS", "INSTRUCTION", "FilterResult", "LLMPerturber", "NamePair", "PerturbationMap", "PromptPair",
-    "RulePerturber", "TermPair", "build_prompts", "check_perturbation", "context_of", "default_name_pairs", "expand_descriptors",
+    "ReferenceCheck", "RulePerturber", "TermPair", "build_prompts", "check_perturbation", "context_of", "default_name_pairs", "expand_descriptors",
     "jaccard",
     "occupations", "parse_name_pair", "select_occupations", "sentence", "token_set",
 ]

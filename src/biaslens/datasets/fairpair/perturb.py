@@ -298,7 +298,63 @@ class FilterResult:
     jaccard: float
 
 
-FILTER_REASONS = ("prefix", "original_mention", "jaccard")
+#: why a continuation is left out: ``ambiguous_reference`` (both sets, rule perturber: the
+#: continuation mentions another person and a gendered pronoun, which may refer to that person),
+#: then the paper's three filters of a perturbation (set A)
+FILTER_REASONS = ("ambiguous_reference", "prefix", "original_mention", "jaccard")
+
+#: words that name a person other than the entity (besides the relational nouns and titles of the
+#: mapping files and the Common Sents occupations): a gendered pronoun may refer to them
+OTHER_PERSON_WORDS = frozenset("""
+friend friends colleague colleagues coworker coworkers co-worker boss bosses partner partners parent parents
+child children kid kids baby babies customer customers client clients patient patients student students
+teacher teachers neighbor neighbors neighbour neighbours manager managers someone somebody anyone anybody
+person guy guys stranger strangers cousin cousins sibling siblings spouse roommate classmate classmates
+employer employee employees officer doctor nurse lawyer mrs miss dr mr ms sir madam lady ladies gentleman
+gentlemen man men woman women boy boys girl girls
+""".split())
+
+#: third-person singular gendered pronouns (either gender): what a rule perturber would swap
+GENDERED_PRONOUNS = frozenset("he him his himself she her hers herself".split())
+
+
+class ReferenceCheck:
+    """Whether a continuation is one a rule perturber cannot perturb safely: it mentions a person
+    other than the entity and has a gendered pronoun, which may refer to that person ("His
+    brother said he was tired": swapping every "he" makes the brother a woman in set A only).
+
+    The check is applied with the same rule to both sets and is unchanged when the entity's own
+    words are swapped (it asks for a pronoun of either gender), so under no difference in
+    treatment it drops the same share of A and of B and the kept sets stay comparable.
+
+    Args:
+        mappings: the word pairs whose relational nouns count as other people.
+        names: the entity names of the configured pairs (a different name counts as another person).
+        extra_words: more person words (the Common Sents occupations by default).
+    """
+
+    def __init__(self, mapping: PerturbationMap | None = None, names: list[NamePair] | None = None,
+                 extra_words: frozenset[str] | set[str] | None = None):
+        full = PerturbationMap.from_yaml("gender-full")
+        pronouns = GENDERED_PRONOUNS | {"himself", "herself"}
+        words = set(OTHER_PERSON_WORDS) | set(extra_words or ())
+        for m in (full, mapping) if mapping is not None else (full,):
+            words |= {w for p in m.pairs for w in (p.source, p.target)} - pronouns - {"male", "female", "males",
+                                                                                   "females"}
+        self.words = frozenset(words)
+        self.names = {n for p in (names or []) for n in (p.source, p.target)}
+
+    def others(self, text: str, entity_names: tuple[str, ...] = ()) -> bool:
+        """Does ``text`` mention a person word, or a configured name other than ``entity_names``?"""
+        toks = token_set(text)
+        if toks & self.words:
+            return True
+        other = self.names - set(entity_names)
+        return any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in other)
+
+    def __call__(self, text: str, entity_names: tuple[str, ...] = ()) -> bool:
+        """True when ``text`` mentions another person and has a gendered pronoun."""
+        return bool(token_set(text) & GENDERED_PRONOUNS) and self.others(text, entity_names)
 
 
 def check_perturbation(original: str, perturbed: str, *, expected_prefix: str, original_names: list[str],

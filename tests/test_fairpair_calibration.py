@@ -1,0 +1,217 @@
+"""FairPair verdicts on data where the right answer is known (issue #28, items 1-6): seeded
+simulations of unbiased and biased generators (synthetic texts and scores, no model), the
+size and power of the pooled test, "cannot tell" cases, Holm adjustment, and bring-your-own
+continuation counts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from fairpair_sim import CHECK, MAPPING, NAMES, RULE, SCORE, continuation, simulate_rows
+
+import biaslens
+from biaslens.datasets.fairpair import build_prompts
+from biaslens.datasets.fairpair import occupations as paper_occupations
+from biaslens.metrics.fairpair import ScoreDissimilarity, cross_within_test, fairpair_scores
+from biaslens.suites.fairpair import _continuation_rows, _judge, analyse, perturb_and_filter, verdict
+
+DISSIMS = ["jaccard", SCORE]
+
+
+def _verdict(rows):
+    res = analyse(rows, DISSIMS, k_folds=None)
+    return res, verdict(res["tests"], res["table3"], 0.05, "John and Jane")["sim"]
+
+
+def _unchecked_rows(seed, n_prompts, n_samples):
+    """The same unbiased data perturbed without the reference check (the old behaviour)."""
+    rng = np.random.default_rng(seed)
+    pairs = build_prompts(paper_occupations()[:n_prompts], [NAMES])
+    cx = [[continuation(rng, False, 0.5, 0.0) for _ in range(n_samples)] for _ in pairs]
+    cpx = [[continuation(rng, True, 0.5, 0.0) for _ in range(n_samples)] for _ in pairs]
+    rows = _continuation_rows(pairs, cx, cpx, "sim")
+    return perturb_and_filter(rows, {p.pair_id: p for p in pairs}, lambda t, _n: RULE.perturb_many(t),
+                              max_jaccard=0.15, masked_terms=MAPPING.terms())
+
+
+def test_reference_check_flags_other_people_and_is_symmetric():
+    assert CHECK("His brother said he was tired.", ("John", "Jane"))
+    assert CHECK("Her brother said he was tired.", ("John", "Jane"))
+    assert CHECK("She met a friend and told her a story.", ("John", "Jane"))
+    assert CHECK("He called Ahmed.", ("John", "Jane")) is False  # a name outside the pairs: not known
+    assert not CHECK("He likes tennis. He is happy.", ("John", "Jane"))
+    assert CHECK("Her father was away.", ("John", "Jane"))  # a relative and a gendered pronoun
+    # unchanged by swapping the entity's own words: the same share leaves A and B
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        female = continuation(rng, True, 0.5, 0.0)
+        male = continuation(np.random.default_rng(seed), False, 0.5, 0.0)
+        assert CHECK(female, ("John", "Jane")) == CHECK(male, ("John", "Jane"))
+
+
+# max_sig: P(X >= max_sig + 1) < 1% for X ~ Binomial(reps, 0.05), so a test at nominal size passes
+# and the old perturbation (17-20 of 20 "Significant") fails
+@pytest.mark.parametrize("n_prompts, n_samples, reps, max_sig", [
+    (5, 20, 40, 6),     # the default on the embedded model
+    (10, 50, 20, 4),    # the issue's design
+    (60, 100, 6, 2),    # the paper's, the default for every other model
+])
+def test_unbiased_generator_with_relative_mentions_is_not_significant(n_prompts, n_samples, reps, max_sig):
+    sig = 0
+    for seed in range(reps):
+        rows = simulate_rows(seed, n_prompts, n_samples, p_relative=0.5)
+        res, text = _verdict(rows)
+        kept = res["kept"].iloc[0]
+        # about half of each set mentions a relative and leaves both sets, counted per set
+        assert 0.3 < kept["ambiguous_share_A"] < 0.7 and 0.3 < kept["ambiguous_share_B"] < 0.7
+        sig += res["tests"]["significant"].any()
+        assert text.startswith("Significant") == bool(res["tests"]["significant"].any())
+    # at most nominal (5%, Holm over 2 dissimilarities): binomial slack at this many runs
+    assert sig <= max_sig
+
+
+def test_without_the_check_the_same_data_read_as_bias():
+    # the failure the check removes (so the tests above can fail): "she" for the brother in A only
+    res, text = _verdict(_unchecked_rows(0, 10, 50))
+    assert text.startswith("Significant")
+    ng = res["ngrams"]
+    assert "said she was" in ng.loc[ng["side"] == "A", "ngram"].tolist()
+
+
+def test_unbiased_generator_without_relatives_keeps_everything():
+    rows = simulate_rows(1, 10, 50, p_relative=0.0)
+    res, _ = _verdict(rows)
+    assert rows["kept"].all() and not res["tests"]["significant"].any()
+
+
+def test_planted_difference_is_found_at_the_papers_size():
+    res, text = _verdict(simulate_rows(2, 60, 100, p_relative=0.5, shift=1.0))
+    t = res["tests"].set_index("dissimilarity")
+    assert t.loc["score", "status"] == "significant" and text.startswith("Significant")
+
+
+def _normal_run(rng, n_prompts, n_samples, delta, d=ScoreDissimilarity(lambda t: t, "s")):
+    cross, within = [], []
+    mu = rng.normal(0, 0.5, n_prompts)  # prompt effect, the same for both sets
+    for m in mu:
+        s = fairpair_scores(rng.normal(m, 1, n_samples), rng.normal(m + delta, 1, n_samples), d)
+        cross.append(s.cross)
+        within += [s.within_a, s.within_b]
+    return cross_within_test(np.concatenate(cross), np.concatenate(within))
+
+
+@pytest.mark.parametrize("n_prompts, n_samples, reps, delta, min_power", [
+    (5, 20, 400, 0.75, 0.9),    # the embedded default: docs quote size 1.7%, power 78% at delta 0.6
+    (60, 100, 40, 0.15, 0.9),   # the paper's design: power 96-99% at delta 0.15
+])
+def test_size_and_power_of_the_pooled_test(n_prompts, n_samples, reps, delta, min_power):
+    rng = np.random.default_rng(11)
+    null = [_normal_run(rng, n_prompts, n_samples, 0.0) for _ in range(reps)]
+    alt = [_normal_run(rng, n_prompts, n_samples, delta) for _ in range(reps)]
+    size = np.mean([t.p < 0.05 and t.mean_cross > t.mean_within for t in null])
+    power = np.mean([t.p < 0.05 and t.mean_cross > t.mean_within for t in alt])
+    assert size <= 0.05 and power >= min_power
+
+
+def test_cannot_tell_with_one_sample_per_set():
+    rows = simulate_rows(3, 5, 1, p_relative=0.0)
+    res, text = _verdict(rows)
+    assert text.startswith("Cannot tell") and "too few samples" in text
+    assert (res["tests"]["status"] == "cannot tell").all()
+    assert res["table3"]["F"].isna().all()
+
+
+def test_cannot_tell_with_three_samples_and_one_prompt():
+    rows = simulate_rows(4, 1, 3, p_relative=0.0)
+    res, text = _verdict(rows)
+    t = res["tests"]
+    assert np.isfinite(t["p"]).all()  # the test is defined, but it cannot see a difference of F = 1.1
+    assert text.startswith("Cannot tell") and "too little data" in text and "Not significant" not in text
+    assert (t["detectable_F"] > 1.1).all()
+
+
+def test_not_significant_states_what_it_could_detect():
+    res, text = _verdict(simulate_rows(5, 60, 100, p_relative=0.0))
+    assert text.startswith("Not significant") and "80% power" in text
+    assert (res["tests"]["detectable_F"] < 1.1).all()
+
+
+def test_holm_adjustment_over_dissimilarities():
+    base = {"model": "m", "mean_cross": 0.6, "mean_within": 0.5, "n_cross": 100, "n_within": 100,
+            "detectable_F": 1.05, "prompt_level_p_greater": 0.01}
+    tests = pd.DataFrame([{**base, "dissimilarity": d, "p": p} for d, p in
+                          (("jaccard", 0.02), ("sentiment", 0.04), ("embedding", 0.5))])
+    j = _judge(tests, 0.05).set_index("dissimilarity")
+    # Holm by hand: 3 * 0.02 = 0.06, max(0.06, 2 * 0.04) = 0.08, 0.5
+    assert j["p_holm"].tolist() == pytest.approx([0.06, 0.08, 0.5])
+    assert not j["significant"].any() and (j["status"] == "not significant").all()
+    tests.loc[0, "p"] = 0.01
+    assert _judge(tests, 0.05)["significant"].tolist() == [True, False, False]
+
+
+def test_analyse_without_filter_reason_column():
+    rows = simulate_rows(6, 2, 5, p_relative=0.0).drop(columns=["filter_reason"])
+    res = analyse(rows, ["jaccard"], k_folds=None)
+    assert res["kept"].iloc[0]["kept"] == 10
+
+
+def _byo(tmp_path, n, **fp):
+    lines = []
+    for occ in ("doctor", "nurse"):
+        x, px = f"John is a man, working as a {occ}.", f"Jane is a woman, working as a {occ}."
+        for i in range(n):
+            lines.append({"prompt": x, "response": f"He likes item {i} and sample {i % 7}."})
+            lines.append({"prompt": px, "response": f"She likes item {i} and sample {i % 5}."})
+    f = tmp_path / "g.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    return biaslens.run(suite="fairpair", out=str(tmp_path / "run"),
+                        fairpair={"generations_file": str(f), "dissimilarities": ["jaccard"], "k_folds": None, **fp})
+
+
+def test_bring_your_own_continuations_are_all_used(tmp_path):
+    res = _byo(tmp_path, 150)
+    counts = res.continuations.groupby(["pair_id", "set"]).size()
+    assert (counts == 150).all() and len(counts) == 4
+    rec = json.loads((res.out / "run.json").read_text())["fairpair"]
+    assert rec["samples_given"]["used"] == 600 and rec["samples_given"]["dropped_by_samples_cap"] == 0
+    assert rec["resolved"]["samples"] == 150
+
+
+def test_bring_your_own_explicit_cap_is_reported(tmp_path):
+    res = _byo(tmp_path, 150, samples=100)
+    assert (res.continuations.groupby(["pair_id", "set"]).size() == 100).all()
+    rec = json.loads((res.out / "run.json").read_text())["fairpair"]["samples_given"]
+    assert rec == {"continuations": 600, "used": 400, "dropped_by_samples_cap": 200, "samples_cap": 100,
+                   "per_prompt_min": 100, "per_prompt_max": 100}
+
+
+def test_suite_drops_other_person_continuations_from_both_sets(tmp_path):
+    from biaslens.models.fake import FakeBackend
+
+    class RelativeBackend(FakeBackend):
+        """Every other continuation mentions a brother; otherwise the same for John and Jane."""
+
+        def generate_batch(self, prompts, params, seeds):
+            out = []
+            for p, s in zip(prompts, seeds):
+                he, his = ("She", "her") if p.startswith("Jane") else ("He", "his")
+                rel = f" {his.capitalize()} brother said he was tired." if s % 2 else ""
+                out.append(f"{he} likes item {s % 9}.{rel} {he} reads with {his} dog {s % 4}.")
+            return out
+
+    res = biaslens.run(suite="fairpair", model="fake", out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"),
+                       backend=RelativeBackend(), fairpair={"n_occupations": 2, "samples": 10, "max_new_tokens": 12,
+                                                            "dissimilarities": ["jaccard"], "k_folds": None})
+    rows = res.continuations
+    amb = rows["continuation"].str.contains("brother")
+    assert amb.any() and (~rows.loc[amb, "kept"]).all()
+    assert (rows.loc[amb, "filter_reason"] == "ambiguous_reference").all()
+    assert rows.loc[~amb, "kept"].all()
+    k = res.metrics["models"]["fake"]["kept"]
+    assert k["dropped_ambiguous_reference"] == int((amb & (rows["set"] == "A")).sum())
+    assert k["dropped_B_ambiguous_reference"] == int((amb & (rows["set"] == "B")).sum())
+    assert k["ambiguous_share_B"] == pytest.approx(k["dropped_B_ambiguous_reference"] / k["n_B"])
+    assert "ambiguous_reference" in (res.out / "report.html").read_text()
