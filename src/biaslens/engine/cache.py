@@ -71,7 +71,7 @@ def _is_damage(error: BaseException) -> bool:
 def check_integrity(path: str | Path) -> list[str]:
     """SQLite's integrity check of a cache file, read-only: [] when intact, else its findings."""
     try:
-        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)  # as_uri: quotes "?", "#"
     except sqlite3.DatabaseError as e:
         return [str(e)]
     try:
