@@ -97,7 +97,7 @@ def fake_run(tmp_path_factory):
 
 def test_compare_needs_two_runs(cli, fake_run, tmp_path):
     r = cli("compare", fake_run, "--out", tmp_path / "cmp")
-    assert r.exit_code == 2 and "needs two or more runs" in _errors(r)[0]
+    assert r.exit_code == 2 and "compare needs at least 2 runs (one per model, original first), got 1" in _errors(r)[0]
     assert not (tmp_path / "cmp").exists()
 
 

@@ -25,11 +25,8 @@ def compare(
 def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], intersection: bool) -> None:
     from biaslens.bias_card import compare_cards, is_card
     from biaslens.cli.app import console
-    from biaslens.config import ConfigError
     from biaslens.suites.compare import compare_runs
 
-    if len(runs) < 2:  # a comparison of one run would look like a finished comparison
-        raise ConfigError(f"compare needs two or more runs (original first, then the others), got one: {runs[0]}")
     if len(runs) == 2 and all(is_card(r) for r in runs):  # two bias cards: method by method
         result = compare_cards(runs[0], runs[1], out=out)
         for r in result["methods"]:
@@ -38,7 +35,8 @@ def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], 
         console.print(f"report: [bold]{Path(result['out']) / 'card-compare.html'}[/bold]", soft_wrap=True)
         return
 
-    metrics = compare_runs(runs, out, list(labels) if labels else None, intersection=intersection)
+    # min_models=2: a comparison of one run would look like a finished comparison
+    metrics = compare_runs(runs, out, list(labels) if labels else None, intersection=intersection, min_models=2)
     out = Path(metrics["out"])
     for d in metrics.get("differences") or []:
         values = "; ".join(f"{k}: {v}" for k, v in d.items() if k not in ("suite", "what"))
