@@ -174,14 +174,21 @@ def test_damaged_cache_file_is_set_aside_and_a_new_one_started(tmp_path, how, ca
     assert check_integrity(path) == []
 
 
-@pytest.mark.parametrize("how", ["page", "truncated", "not-sqlite"])
-def test_run_on_a_damaged_cache_gives_the_numbers_of_an_empty_cache(cli, tmp_path, how):
-    def run(out, cache):
-        r = cli("run", "--model", "fake", "--sample", "300", "--out", out, "--cache-dir", cache)
-        assert r.exit_code == 0, r.output
-        return json.loads((out / "metrics.json").read_text())
+def _run_lb(out, cache) -> dict:
+    r = CliRunner().invoke(app, ["run", "--model", "fake", "--sample", "300", "--out", str(out), "--cache-dir", str(cache)])
+    assert r.exit_code == 0, r.output
+    return json.loads((out / "metrics.json").read_text())
 
-    empty = run(tmp_path / "empty", tmp_path / "c0")
+
+@pytest.fixture(scope="module")
+def empty_cache_metrics(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("empty-cache")
+    return _run_lb(tmp / "run", tmp / "cache")
+
+
+@pytest.mark.parametrize("how", ["page", "truncated", "not-sqlite"])
+def test_run_on_a_damaged_cache_gives_the_numbers_of_an_empty_cache(cli, tmp_path, how, empty_cache_metrics):
+    run, empty = _run_lb, empty_cache_metrics
     cache = tmp_path / "c"
     run(tmp_path / "fill", cache)
     _damage(cache / "calls.sqlite", how)
