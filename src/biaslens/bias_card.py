@@ -15,6 +15,7 @@ and the reason, never a direction.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
     """
     from biaslens import api
     from biaslens.environment import default_console
+    from biaslens.report.card import card_status
 
     console = console or default_console()
     if budget not in BUDGETS:
@@ -117,6 +119,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
     chosen = [m for m in METHODS if not methods or m.suite in methods]
     model_name = (base["model"] or {}).get("name") or "smollm2-135m"
     out = Path(out) if out else Path("runs") / f"card-{Path(model_name).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    existed = out.exists()
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     console.print(f"[bold]bias card[/bold] for [bold]{model_name}[/bold], budget [bold]{budget}[/bold]: "
@@ -135,12 +138,21 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
             row = card_row(method, Path(res.out))
             kind = kind or (res.stats.get("model") or {}).get("kind")
         except Exception as e:  # noqa: BLE001 - a failed method is shown as failed, the card goes on
+            if getattr(e, "at_model_load", False) and not any(r.get("status") == "complete" for r in rows):
+                # the model cannot load: every method would fail the same way; one error, no card
+                if not existed:
+                    shutil.rmtree(out, ignore_errors=True)
+                raise
             row = {"suite": method.suite, "title": method.title, "status": "failed",
                    "verdict": f"failed: {type(e).__name__}: {e}", "report": None}
-            console.print(f"[red]{method.suite} failed:[/red] {type(e).__name__}: {e}", markup=False)
+            from rich.markup import escape
+
+            # escaped: the message is text (it may hold "[...]"), the label is markup
+            console.print(f"[red]{method.suite} failed:[/red] {escape(f'{type(e).__name__}: {e}')}", soft_wrap=True)
         row["seconds"] = round(time.perf_counter() - t0, 1)
         rows.append(row)
     card = {"format_version": CARD_FORMAT_VERSION, "model": model_name, "budget": budget,
+            "status": card_status(rows),
             "budget_settings": {m.suite: m.budgets.get(budget, {}) for m in chosen},
             "base_config": base, "methods": rows, "elapsed_seconds": round(time.time() - started, 1),
             "machine": _machine()}
@@ -177,6 +189,27 @@ def read_card(path: str | Path) -> dict[str, Any]:
     if not isinstance(card, dict) or not isinstance(card.get("methods"), list):
         raise ConfigError(f"{f}: expected a bias card (a 'methods' list)")
     return card
+
+
+def rerender_card(path: str | Path, *, console=None) -> Path:
+    """Re-render a card folder without model calls: each completed method's run folder again
+    (:func:`biaslens.rerender`), its row from the new metrics.json, then card.json and card.html."""
+    from biaslens import api
+    from biaslens.report.card import card_status
+
+    path = Path(path)
+    card = read_card(path)
+    by_suite = {m.suite: m for m in METHODS}
+    rows = []
+    for row in card["methods"]:
+        method = by_suite.get(row.get("suite"))
+        if row.get("status") == "complete" and method is not None:
+            api.rerender(path / method.suite, console=console)
+            row = card_row(method, path / method.suite) | {"seconds": row.get("seconds")}
+        rows.append(row)
+    card = card | {"methods": rows, "status": card_status(rows)}
+    _write_card(path, card)
+    return path / "card.html"
 
 
 def is_card(path: str | Path) -> bool:

@@ -205,8 +205,26 @@ class RunConfig(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            msgs = [f"{source}: field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in e.errors()]
+            msgs = [f"{source}: field '{'.'.join(str(p) for p in err['loc'])}': {_error_text(err)}" for err in e.errors()]
             raise ConfigError("\n".join(msgs)) from None
+
+
+def _error_text(err: dict) -> str:
+    """pydantic's message, except for an unknown field: say so, with the closest field names (as -S does)."""
+    if err.get("type") != "extra_forbidden":
+        return err["msg"]
+    import difflib
+
+    *parents, name = [str(p) for p in err["loc"]]
+    model: Any = RunConfig
+    for part in parents:  # the section the unknown field sits in
+        field = model.model_fields.get(part) if model is not None else None
+        annotation = field.annotation if field is not None else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    close = difflib.get_close_matches(name, list(model.model_fields), n=3) if model is not None else []
+    where = ".".join(parents) or "the run configuration"
+    hint = f"; did you mean {', '.join('.'.join([*parents, c]) for c in close)}?" if close else ""
+    return f"{where} has no field {name!r}{hint}"
 
 
 def dotted_overrides(items: list[str]) -> dict:

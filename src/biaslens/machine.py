@@ -78,7 +78,11 @@ def busy_note(load: float | None = None, cpus: int | None = None) -> str | None:
             load = os.getloadavg()[0]
         except (OSError, AttributeError):  # not on every platform
             return None
-    cpus = cpus or os.cpu_count() or 1
+    if not cpus:  # the cores this process may use (a container or taskset gives fewer than the machine has)
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
     if load < cpus:
         return None
     return (f"this machine is busy (load average {load:.1f} on {cpus} cores): "

@@ -100,9 +100,18 @@ class RunContext:
     def calls(self) -> ModelCalls:
         """The run's model (``config.model``), loaded on first use; its identity goes into run.json."""
         if self._calls is None:
-            with self.timer("model_load"):
-                self._calls = model_calls_from_config(self.config, self._backend)
+            try:
+                with self.timer("model_load"):
+                    self._calls = model_calls_from_config(self.config, self._backend)
+            except ModelError as e:
+                e.at_model_load = True  # the bias card stops at once: every other method would fail the same way
+                raise
             self.record["model"] = model_record(self._calls)
+            from biaslens.machine import busy_note
+
+            # here, not at start: the model calls are the long phase, and the load is read as they begin
+            if note := busy_note():
+                self.console.print(f"[yellow]note:[/yellow] {note}", soft_wrap=True)
         return self._calls
 
     @property
@@ -181,10 +190,6 @@ def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None
     suite = get_suite(config.suite)
     suite.parse_options(config)  # a mistake in the options fails before a run folder exists
     console = console or default_console()
-    from biaslens.machine import busy_note
-
-    if note := busy_note():
-        console.print(f"[yellow]note:[/yellow] {note}", soft_wrap=True)
     out = out_dir(config)
     existed = out.exists()
     new_parents = [p for p in out.parents if not p.exists()]  # e.g. runs/: removed with a litter folder

@@ -190,7 +190,7 @@ def run(
     fairpair_mapping_file: Optional[Path] = typer.Option(None, "--fairpair-mapping-file", help="fairpair: your own word-pair YAML for the rule perturber.", rich_help_panel="FairPair"),
     fairpair_dissimilarities: Optional[str] = typer.Option(None, "--fairpair-dissimilarities", help="fairpair: comma-separated, from jaccard,sentiment,embedding [default all three].", rich_help_panel="FairPair"),
     fairpair_k_folds: Optional[int] = typer.Option(None, "--fairpair-k-folds", help="fairpair: folds of the k-fold variant [default 10].", rich_help_panel="FairPair"),
-    fairpair_generations: Optional[Path] = typer.Option(None, "--fairpair-generations", help="fairpair: precomputed continuations, JSONL with prompt and response per line (no model).", rich_help_panel="FairPair"),
+    fairpair_generations: Optional[Path] = typer.Option(None, "--fairpair-generations", help="fairpair: precomputed continuations, JSONL, CSV or Parquet with prompt and response (no model).", rich_help_panel="FairPair"),
     gen_max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", help="holistic-generation: tokens per response [default 32].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_min_new_tokens: Optional[int] = typer.Option(None, "--min-new-tokens", help="holistic-generation: minimum response tokens (paper: 20) [default 0].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_num_beams: Optional[int] = typer.Option(None, "--num-beams", help="holistic-generation: beam size (paper: 10 DialoGPT, 3 BlenderBot) [default 1, greedy].", rich_help_panel="HolisticBias generation / offensiveness"),
@@ -200,7 +200,7 @@ def run(
     gen_temperature: Optional[float] = typer.Option(None, "--temperature", help="holistic-generation: sampling temperature [default 1.0].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_top_p: Optional[float] = typer.Option(None, "--top-p", help="holistic-generation: nucleus sampling top-p [default 0.9].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_persona: Optional[list[str]] = typer.Option(None, "--persona", metavar="<line>", help="holistic-generation: a context line before the prompt, e.g. 'your persona: I love dogs.' (repeatable; paper: two).", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_generations: Optional[Path] = typer.Option(None, "--generations", help="holistic-generation: precomputed responses, JSONL with prompt (or prompt_id) and response (no model).", rich_help_panel="HolisticBias generation / offensiveness"),
+    gen_generations: Optional[Path] = typer.Option(None, "--generations", help="holistic-generation: precomputed responses, JSONL, CSV or Parquet with prompt (or prompt_id) and response (no model).", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_nouns_per_gender: Optional[int] = typer.Option(None, "--nouns-per-gender", help="holistic-generation: sampled runs keep N nouns per noun gender [default 1].", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_style_classifier: Optional[str] = typer.Option(None, "--style-classifier", help="holistic-generation: head (offline trained head, default), zero-shot (offline) or a Hugging Face text-classification model.", rich_help_panel="HolisticBias generation / offensiveness"),
     gen_style_inventory: Optional[Path] = typer.Option(None, "--style-inventory", help="holistic-generation: your own styles YAML for the zero-shot classifier.", rich_help_panel="HolisticBias generation / offensiveness"),
@@ -210,7 +210,7 @@ def run(
     gen_variants: Optional[bool] = typer.Option(None, "--variants/--no-variants", help="holistic-generation: seeded stylistic variants of the prompts, as the paper (A.3) [default on].", rich_help_panel="HolisticBias generation / offensiveness"),
     community_model: Optional[list[str]] = typer.Option(None, "--community-model", metavar="<model>", help="community: a model to compare (repeatable): a folder from `biaslens finetune community` or a base model; --model, when given, comes first.", rich_help_panel="Community"),
     community_n: Optional[int] = typer.Option(None, "--n", help="community: generations per prompt (default 50, as the paper).", rich_help_panel="Community"),
-    community_generations: Optional[list[Path]] = typer.Option(None, "--community-generations", metavar="<file>", help="community: precomputed replies, JSONL with prompt (or prompt_id), response and optionally model (repeatable).", rich_help_panel="Community"),
+    community_generations: Optional[list[Path]] = typer.Option(None, "--community-generations", metavar="<file>", help="community: precomputed replies, JSONL, CSV or Parquet with prompt (or prompt_id), response and optionally model (repeatable).", rich_help_panel="Community"),
     community_templates: Optional[Path] = typer.Option(None, "--community-templates", help="community: your own templates YAML (default: the paper's six).", rich_help_panel="Community"),
     community_keywords: Optional[Path] = typer.Option(None, "--community-keywords", help="community: your own demographics/keywords YAML (default: the paper's 15 demographics).", rich_help_panel="Community"),
     community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five).", rich_help_panel="Community"),
@@ -354,15 +354,19 @@ def suites():
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="A finished run folder.")):
-    """Recompute the metrics and re-render report.html from a run folder's stored results (no model calls)."""
+def report(run_dir: Path = typer.Argument(..., help="A finished run folder or bias card folder.")):
+    """Recompute the metrics and re-render report.html from a run folder's stored results (no model calls); a bias card folder re-renders each method and card.html."""
     guard(_report, run_dir)
 
 
 def _report(run_dir: Path):
     from biaslens.api import rerender
+    from biaslens.bias_card import is_card, rerender_card
+    from biaslens.config import ConfigError
 
-    path = rerender(run_dir, console=console)
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such folder")
+    path = rerender_card(run_dir, console=console) if is_card(run_dir) else rerender(run_dir, console=console)
     typer.echo(str(path))
 
 
@@ -416,6 +420,29 @@ def cache_info(cache_dir: Optional[Path] = typer.Option(None, help="Cache folder
         return
     c = CallCache(path)
     typer.echo(f"{path}: {len(c):,} cached calls, {path.stat().st_size / 1e6:.1f} MB")
+
+
+@cache_app.command("check")
+def cache_check(cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default ~/.cache/biaslens).")):
+    """Run SQLite's integrity check on the cache (read-only); exit 1 if it is damaged."""
+    guard(_cache_check, cache_dir)
+
+
+def _cache_check(cache_dir: Optional[Path]) -> None:
+    from biaslens.engine.cache import check_integrity
+    from biaslens.paths import cache_dir as default_cache
+
+    path = (cache_dir or default_cache()) / "calls.sqlite"
+    if not path.exists():
+        typer.echo(f"{path}: empty (no cache yet)")
+        return
+    problems = check_integrity(path)
+    if not problems:
+        typer.echo(f"{path}: ok")
+        return
+    lines = [line for p in problems for line in p.splitlines() if not line.startswith("***")] or problems
+    _fail(f"{path} is damaged ({lines[0]}; {len(lines)} finding(s) in all): the next run moves it aside and "
+          "computes again what it held; or delete it", code=1)
 
 
 @cache_app.command("clear")

@@ -16,16 +16,17 @@ def card(
     device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:N or mps."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Call cache folder [default: the user cache]."),
     seed: int = typer.Option(0, "--seed"),
+    allow_failures: bool = typer.Option(False, "--allow-failures", help="Exit 0 even when some methods failed (the card then says 'partial')."),
 ):
     """Run every bias method that applies to MODEL and write one page (card.html): a verdict per
     method with its uncertainty, the scorer cards and links to each full report. Compare two cards
     with `biaslens compare CARD_BEFORE CARD_AFTER`."""
     from biaslens.cli.app import guard
 
-    guard(_card, model, budget, out, methods, device, cache_dir, seed)
+    guard(_card, model, budget, out, methods, device, cache_dir, seed, allow_failures)
 
 
-def _card(model, budget, out, methods, device, cache_dir, seed) -> None:
+def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=False) -> None:
     from biaslens.bias_card import make_card
     from biaslens.cli.app import console
 
@@ -36,3 +37,13 @@ def _card(model, budget, out, methods, device, cache_dir, seed) -> None:
     card = make_card(config, out=out, budget=budget, methods=chosen, console=console)
     for r in card["methods"]:
         console.print(f"{r['suite']}: {r['verdict']}", markup=False, soft_wrap=True)
+    if card["status"] != "complete":
+        failed = [r["suite"] for r in card["methods"] if r.get("status") == "failed"]
+        message = (f"card status {card['status']}: {len(failed)} of {len(card['methods'])} methods failed "
+                   f"({', '.join(failed)})")
+        if allow_failures:
+            console.print(f"[yellow]note:[/yellow] {message}; exit 0 (--allow-failures)", soft_wrap=True)
+        else:
+            from biaslens.cli.app import _fail
+
+            _fail(f"{message}; pass --allow-failures to exit 0 anyway", code=1)

@@ -35,7 +35,8 @@ def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], 
         console.print(f"report: [bold]{Path(result['out']) / 'card-compare.html'}[/bold]", soft_wrap=True)
         return
 
-    metrics = compare_runs(runs, out, list(labels) if labels else None, intersection=intersection)
+    # min_models=2: a comparison of one run would look like a finished comparison
+    metrics = compare_runs(runs, out, list(labels) if labels else None, intersection=intersection, min_models=2)
     out = Path(metrics["out"])
     for d in metrics.get("differences") or []:
         values = "; ".join(f"{k}: {v}" for k, v in d.items() if k not in ("suite", "what"))

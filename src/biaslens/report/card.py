@@ -34,6 +34,13 @@ def _direction(row: dict[str, Any]) -> str:
     return "higher is better" if hib else "lower is better" + ("" if ideal is None else f" (ideal {ideal:g})")
 
 
+def card_status(rows: list[dict[str, Any]]) -> str:
+    """"complete" when every method that applies completed, "failed" when none did, else "partial"."""
+    ran = [r for r in rows if r.get("status") != "not applicable"]
+    done = sum(r.get("status") == "complete" for r in ran)
+    return "complete" if done == len(ran) else "failed" if done == 0 else "partial"
+
+
 def render_card(card: dict[str, Any]) -> str:
     """One page: the verdict per method first, then each method's numbers, warnings and scorers."""
     methods = card["methods"]
@@ -71,7 +78,9 @@ def render_card(card: dict[str, Any]) -> str:
             intro += " Warnings: " + " ".join(r["warnings"])
         sections.append(Section(r.get("title", r["suite"]), intro, tables=tables, links=links))
     machine = card.get("machine") or {}
-    run = {"suite": "bias card", "model": card["model"], "status": "complete", "started": None,
+    # cards written before the status field: derive it, never assume "complete"
+    run = {"suite": "bias card", "model": card["model"], "status": card.get("status") or card_status(methods),
+           "started": None,
            "elapsed_seconds": card.get("elapsed_seconds"), "biaslens_version": __version__,
            "details": {"budget": card["budget"], "machine": f"{machine.get('cpu_model', '?')}, "
                                                             f"{machine.get('cpus', '?')} cores"}}

@@ -246,5 +246,5 @@ def read_run(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     f = path / "run.json"
     if not f.exists():
-        raise FileNotFoundError(f"{path} is not a biaslens run folder (no run.json)")
+        raise FileNotFoundError(f"{path} is not a biaslens run folder (no run.json) nor a bias card folder (no card.json)")
     return json.loads(f.read_text(encoding="utf-8"))

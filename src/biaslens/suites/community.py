@@ -324,7 +324,6 @@ class Community(Suite):
                       f"{len(per_t)} templates x {prompts['keyword'].nunique()} keywords of "
                       f"{prompts['demographic'].nunique()} demographics; per template: "
                       + ", ".join(f"{t} {n}" for t, n in per_t.items()))
-        console.print(f"prompt list: {ctx.out / 'prompts.txt'}")
         ctx.record["prompts"] = {"n": int(len(prompts)), "paper": PAPER_PROMPT_COUNT,
                                  "per_template": {str(k): int(v) for k, v in per_t.items()}}
         parts: list[pd.DataFrame] = []
@@ -357,6 +356,8 @@ class Community(Suite):
         with ctx.timer("scoring"):
             table, tox_name = score_generations(table, config, ctx)
         ctx.record["classifiers"] = {"sentiment": "vader", "toxicity": tox_name}
+        # printed only now: a run that fails earlier removes its folder, and this path with it
+        console.print(f"prompt list: {ctx.out / 'prompts.txt'}", soft_wrap=True)
         return {"prompts": prompts, "generations": table}
 
     def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:

@@ -365,7 +365,7 @@ def _num(v: Any) -> float | None:
 
 
 def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: list[str] | None = None, *,
-                 intersection: bool = False) -> dict[str, Any]:
+                 intersection: bool = False, min_models: int = 1) -> dict[str, Any]:
     """Write ``out/report.html`` and ``out/metrics.json`` comparing the given models.
 
     Args:
@@ -376,12 +376,16 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
             (said in the report) instead of refusing.
         labels: display names, one per argument (default: method and bias type of a debiased
             model, else the model name).
+        min_models: refuse fewer models than this (the CLI asks for two).
     """
     if len(args) < 1:
         raise ConfigError("compare: give at least one run or model folder")
     if labels and len(labels) != len(args):
         raise ConfigError(f"compare: {len(labels)} labels for {len(args)} runs; give one per run or none")
     entries = [load_entry(a, (labels or [None] * len(args))[i]) for i, a in enumerate(args)]
+    if len(entries) < min_models:
+        raise ConfigError(f"compare needs at least {min_models} runs (one per model, original first), got "
+                          f"{len(entries)}: {', '.join(map(str, args))}")
     seen: dict[str, int] = {}
     for e in entries:  # labels are table columns: keep them unique
         if e.label in seen:
