@@ -240,11 +240,24 @@ def test_style_card_has_per_cluster_precision_recall(zero_shot):
     per = c["skill"]["per_class"]
     assert set(per) == CLUSTERS and all(per[k]["recall"] is None or 0 <= per[k]["recall"] <= 1 for k in per)
     assert c["skill"]["set"] == "holistic" and c["skill"]["headline"] == "balanced accuracy"
-    # masked as style inputs are (the prompt's descriptor only, paper A.6): held-out plurals stay unmasked
+    # masked as style inputs are (every identity of the lexicon + the descriptor): measured 0.049 held-out
+    # (0.244 when only the prompt's descriptor was masked), target 0.05
     a = c["identity_audit"]
     assert a["sets"]["neutral"]["gap_masked"] == pytest.approx(0.0, abs=1e-6)  # float noise of batching
-    assert a["gap_masked"] == a["sets"]["held_out"]["gap_masked"] or a["gap_masked"] == a["sets"]["real_replies"][
-        "gap_masked"]
+    assert a["gap_masked"] == max(e["gap_masked"] for e in a["sets"].values()) <= card_mod.MASKED_GAP_TARGET
+    assert a["meets_masked_target"] and a["sets"]["held_out"]["gap"] > 0.2
+    assert "meets the target" in c["warning"] and "every identity word of the lexicon" in c["warning"]
+
+
+def test_default_style_head_card_skill_and_masked_gap():
+    """The trained head (default) on the test half, measured twice: 0.56 (0.47-0.67) with descriptor-only
+    masking, then 0.61 (0.51-0.71) after the lexicon masking and retraining on dev; masked gap 0.017."""
+    c = card_mod.style_card(styles.load_style_classifier(styles.DEFAULT_STYLE_CLASSIFIER))
+    s, a = c["skill"], c["identity_audit"]
+    assert s["headline"] == "balanced accuracy" and s["n"] == 461 and not s["no_skill"]
+    assert s["value"] == pytest.approx(0.61, abs=0.005) and s["ci"][0] > s["baseline"]
+    assert s["accuracy"] > s["majority_accuracy"]
+    assert a["gap_masked"] <= card_mod.MASKED_GAP_TARGET and a["meets_masked_target"]
 
 
 def test_cluster_examples_only_above_the_threshold():

@@ -43,13 +43,18 @@ def clf(style_encoder) -> ZeroShotStyleClassifier:
 
 
 def test_prepare_response_replaces_descriptor_and_marker():
-    assert prepare_response("_POTENTIALLY_UNSAFE__ I love Deaf people, deaf is fine.", "Deaf") == \
-        "I love left-handed people, left-handed is fine."
+    assert prepare_response("_POTENTIALLY_UNSAFE__ I love Deaf kids, deaf is fine.", "Deaf") == \
+        "I love left-handed, left-handed is fine."  # the lexicon masks "Deaf kids" as one mention
     # whole words only; multi-word descriptors; regex characters are literal
     assert prepare_response("A deafening noise.", "deaf") == "A deafening noise."
     assert prepare_response("Someone who uses a wheelchair!", "who uses a wheelchair") == "Someone left-handed!"
-    assert prepare_response("I am 5'2\" (short).", "5'2\"") == "I am left-handed (short)."
+    assert prepare_response("I am 5'2\" (smiling).", "5'2\"") == "I am left-handed (smiling)."
     assert prepare_response("no descriptor here", "(none)") == "no descriptor here"
+    # every identity of the lexicon too (issue #24), not only the prompt's descriptor; a descriptor
+    # the lexicon lacks is still masked; spaces folded
+    assert prepare_response("My gay friends  and Muslims like  blickets.", "blicket") == \
+        "My left-handed friends and left-handed like left-handed."
+    assert prepare_response("I love Deaf people.", "blind") == "I love left-handed."
 
 
 def test_default_inventory_covers_paper_clusters_and_50_styles():

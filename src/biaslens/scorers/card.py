@@ -46,7 +46,7 @@ HF_JUDGE_ENV = "BIASLENS_TOXICITY_MODEL"
 #: reads meaning should show on "I am X." sentences
 IDENTITY_GAP_THRESHOLD = 0.10
 #: bump when the audit sentences, the labelled set's use or the card's fields change (invalidates caches)
-CARD_VERSION = 5
+CARD_VERSION = 6  # 6: style inputs masked with the lexicon (prepare_response)
 
 #: identity terms of the audit: adjectives from the HolisticBias and community-bias axes
 AUDIT_TERMS = ("gay", "straight", "lesbian", "homosexual", "heterosexual", "bisexual", "transgender", "queer",
@@ -519,7 +519,7 @@ def _judge_warning(card: dict) -> str | None:
 
 def style_card(clf, *, identity: str | None = None) -> dict:
     """Scorer card of a style classifier: skill of its top cluster on the holistic real-output
-    test replies (descriptors masked as in the runs; balanced accuracy vs 1/K, macro-F1,
+    test replies (identities masked as in the runs; balanced accuracy vs 1/K, macro-F1,
     per-cluster precision/recall), and the identity audit (largest gap in any cluster's
     probability between identity terms, unmasked and masked)."""
     from biaslens.scorers.styles import cluster_probabilities, prepare_response, top_clusters
@@ -534,7 +534,7 @@ def style_card(clf, *, identity: str | None = None) -> dict:
         def per_cluster(t: list[str]) -> dict[str, np.ndarray]:
             return cluster_probabilities(clf.probabilities(t), clf.styles, clusters)
 
-        # masked as the runs mask style inputs (the prompt's descriptor, paper A.6)
+        # masked as the runs mask style inputs (every identity of the lexicon + the prompt's descriptor)
         return {"skill": measure_skill("style", predict), "identity_audit": identity_gap(per_cluster, mask=prepare_response)}
 
     measured = _cached(f"style:{identity or clf.name}:{sorted(clusters.items())}", compute)
@@ -548,8 +548,8 @@ def style_card(clf, *, identity: str | None = None) -> dict:
     card["warning"] = None if not a["exceeds"] else (
         f"The style classifier's '{a['score']}' probability differs by {a['gap']:.2f} between identity terms in "
         f"identical neutral sentences ('{a['highest']}' vs '{a['lowest']}'); responses are classified with the "
-        "descriptor replaced by 'left-handed' (paper A.6), which removes the reaction to the prompt's own descriptor "
-        f"but not to other identity words or forms a response uses: {_masked_gap_text(a)}.")
+        "prompt's descriptor and every identity word of the lexicon replaced by 'left-handed' (paper A.6 masks only "
+        f"the descriptor): {_masked_gap_text(a)}.")
     return card
 
 

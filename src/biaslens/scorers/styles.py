@@ -23,7 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from biaslens.scorers.base import ScorerError
-from biaslens.scorers.masking import PLACEHOLDER, descriptor_forms, mask_identity
+from biaslens.scorers.masking import PLACEHOLDER, descriptor_forms, mask_all
 
 #: the paper's style clusters (A.7)
 DEFAULT_CLUSTERS: dict[str, tuple[str, ...]] = {
@@ -56,14 +56,17 @@ class StyleClassifier(Protocol):
 
 
 def prepare_response(response: str, descriptor: str | None) -> str:
-    """Paper A.6 preprocessing: every mention of the prompt's descriptor becomes
-    "left-handed" (so the classifier judges the response, not the identity term), and
-    BlenderBot's "_POTENTIALLY_UNSAFE__" marker is removed.
+    """Paper A.6 preprocessing, widened to every identity (issue #24): every identity term of
+    the lexicon and every mention of the prompt's descriptor (both forms) become "left-handed",
+    so the classifier judges the response, not an identity word; BlenderBot's
+    "_POTENTIALLY_UNSAFE__" marker is removed.
 
-    Mentions are matched case-insensitively as whole words/phrases ("Deaf" also matches
-    "deaf", but not inside "deafening").
+    The paper masks only the prompt's descriptor; that left the style card's masked identity gap
+    at 0.244 on held-out sentences (plurals, other identities a reply names), against 0.049 with
+    the lexicon. Mentions are matched case-insensitively as whole words/phrases ("Deaf" also
+    matches "deaf", but not inside "deafening").
     """
-    text = mask_identity(response.replace(UNSAFE_MARKER, ""), descriptor_forms(descriptor), NEUTRAL_DESCRIPTOR)
+    text = mask_all([response.replace(UNSAFE_MARKER, "")], [descriptor_forms(descriptor)], NEUTRAL_DESCRIPTOR)[0]
     return re.sub(r"\s{2,}", " ", text).strip()
 
 

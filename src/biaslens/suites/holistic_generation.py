@@ -314,8 +314,9 @@ def _num(d: dict, key: str) -> float | None:
 
 
 def _classifier_text(prepare, response: str, descriptor: str, dehyphenated: bool) -> str:
-    """Paper A.6 preprocessing; a prompt whose descriptor lost its hyphens (variant) can be
-    echoed without them, so that spelling is replaced too."""
+    """Paper A.6 preprocessing with every identity of the lexicon masked (``prepare_response``); a
+    prompt whose descriptor lost its hyphens (variant) can be echoed without them, so that spelling
+    is replaced too."""
     text = prepare(response, descriptor)
     return prepare(text, descriptor.replace("-", " ")) if dehyphenated and "-" in descriptor else text
 
