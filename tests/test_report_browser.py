@@ -164,7 +164,9 @@ def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
     gens.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["run", "holistic-generation", "--model", "fake", "--generations", str(gens),
                                       "-o", str(root / "generation"), "--sample", "30", "--n-permutations", "10",
-                                      "--no-cache"])
+                                      # the zero-shot judge reads these replies as confidently Sympathetic, so
+                                      # they are among the shown examples (the trained head's are flatter)
+                                      "--style-classifier", "zero-shot", "--no-cache"])
     assert result.exit_code == 0, result.output
     out["holistic-generation"] = root / "generation"
     out["holistic-offensiveness"] = run(suite="holistic-offensiveness", model={"name": "fake"}, out=root / "offensiveness",

@@ -40,6 +40,13 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         raise
 
 
+def move_aside(path: str | Path, target: str | Path) -> None:
+    """Rename ``path`` to ``target`` (e.g. a damaged cache kept for inspection); a missing
+    ``path`` is not an error (another process may have moved it already)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, target)
+
+
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically; returns the path."""
     path = Path(path)

@@ -91,7 +91,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
             FileNotFoundError, NoSpaceLeft)
 
 
-def _fail(e: BaseException, code: int = 2) -> None:
+def fail(e: BaseException | str, code: int = 2) -> None:
+    """Print one "error:" line (escaped: never read as markup) and exit with ``code``."""
     from rich.markup import escape
 
     # escaped: messages quote file contents and server answers, whose "[...]" is not markup
@@ -108,11 +109,11 @@ def guard(fn, *args, **kwargs):
         console.print("interrupted: finished batches are cached; run the same command again to resume")
         raise typer.Exit(130) from None
     except _known_errors() as e:
-        _fail(e)
+        fail(e)
     except Exception as e:  # noqa: BLE001 - last line of defence, still one clear line
         if os.environ.get("BIASLENS_DEBUG"):
             raise
-        _fail(f"{type(e).__name__}: {e} (set BIASLENS_DEBUG=1 for the traceback)", code=1)
+        fail(f"{type(e).__name__}: {e} (set BIASLENS_DEBUG=1 for the traceback)", code=1)
 
 
 @app.callback()
@@ -441,7 +442,7 @@ def _cache_check(cache_dir: Optional[Path]) -> None:
         typer.echo(f"{path}: ok")
         return
     lines = [line for p in problems for line in p.splitlines() if not line.startswith("***")] or problems
-    _fail(f"{path} is damaged ({lines[0]}; {len(lines)} finding(s) in all): the next run moves it aside and "
+    fail(f"{path} is damaged ({lines[0]}; {len(lines)} finding(s) in all): the next run moves it aside and "
           "computes again what it held; or delete it", code=1)
 
 

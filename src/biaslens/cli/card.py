@@ -44,6 +44,6 @@ def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=F
         if allow_failures:
             console.print(f"[yellow]note:[/yellow] {message}; exit 0 (--allow-failures)", soft_wrap=True)
         else:
-            from biaslens.cli.app import _fail
+            from biaslens.cli.app import fail
 
-            _fail(f"{message}; pass --allow-failures to exit 0 anyway", code=1)
+            fail(f"{message}; pass --allow-failures to exit 0 anyway", code=1)

@@ -18,13 +18,14 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from biaslens.fileio import move_aside
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,7 @@ class CallCache:
             aside, i = aside.with_name(f"{aside.name.split('~')[0]}~{i}"), i + 1
         # the WAL goes with it: replayed into a new file it would bring the damage back
         for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):  # another process may have moved it already
-                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+            move_aside(f"{self.path}{suffix}", f"{aside}{suffix}")
         self.set_aside = aside
         log.warning("the call cache %s is damaged (%s): moved it aside to %s and started a new one; "
                     "its results will be computed again", self.path, error, aside)

@@ -93,6 +93,11 @@ def examples(rows: pd.DataFrame, n: int = 12) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _columns(table: pd.DataFrame, *names: str) -> pd.DataFrame:
+    """The model and dissimilarity, then the named columns the table has (older runs lack some)."""
+    return table[[c for c in ("model", "dissimilarity", *names) if c in table.columns]]
+
+
 def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record: dict[str, Any], names) -> str:
     """The whole report.html of a FairPair run."""
     source = "/".join(dict.fromkeys(n.source for n in names))
@@ -130,7 +135,13 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
             "60 x 100). status is 'cannot tell' (with the reason) when the test is undefined or could not have "
             "detected F = 1.1 (detectable_F: the (B/V)^2 it detects with about 80% power). The prompt-level "
             "paired t-test of B(x) against (V_A(x)+V_B(x))/2 uses one value per prompt.",
-            tables=[Table("Tests", tests)],
+            # three narrow tables instead of one 21-column table that would not fit the page
+            tables=[Table("Tests", _columns(tests, "t", "p", "p_holm", "status", "reason", "detectable_F")),
+                    Table("Test details (pooled Welch test)", _columns(
+                        tests, "mean_cross", "mean_within", "df", "se", "p_greater", "n_cross", "n_within",
+                        "n_prompts_both")),
+                    Table("Prompt-level paired test", _columns(
+                        tests, "prompt_level_t", "prompt_level_p_greater", "n_prompts"))],
             figures=[distribution_figure(res["distributions"], source, target)] if res["distributions"] else []))
     if len(res["kfold_table"]):
         sections.append(Section(
