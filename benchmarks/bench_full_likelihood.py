@@ -11,7 +11,8 @@
 2. **Run.** ``biaslens run --full`` in a subprocess with its own call cache, so nothing is
    reused from earlier runs; wall time, the run's own scoring speed (run.json) and the peak RSS
    of the subprocess. A killed run resumes from that cache: run the script again with the same
-   ``--cache-dir`` and the pieces' times are added (recorded per piece in the JSON).
+   ``--cache-dir`` and the pieces' times are added (recorded per piece in the JSON); the run's
+   progress lines go to ``full_likelihood.log`` beside the JSON.
 
 Writes benchmarks/results/full_likelihood.json with the CPU model and flags and the load average.
 """
@@ -75,6 +76,8 @@ def main() -> None:
     ap.add_argument("--cache-dir", type=Path, default=Path("/tmp/biaslens-full-cache"))
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BIASLENS_THREADS", os.cpu_count() or 1)))
     ap.add_argument("--floor-only", action="store_true", help="count prefixes and time the forward pass; no run")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="stop the run after this many seconds (it resumes from --cache-dir next time)")
     ap.add_argument("--result", type=Path, default=HERE / "results" / "full_likelihood.json")
     args = ap.parse_args()
     os.environ["BIASLENS_THREADS"] = str(args.threads)
@@ -105,17 +108,26 @@ def main() -> None:
     if not args.floor_only:
         env = dict(os.environ, BIASLENS_CACHE_DIR=str(args.cache_dir), BIASLENS_THREADS=str(args.threads))
         cmd = [str(Path(sys.executable).with_name("biaslens")), "run", "--full", "--out", str(args.out_dir)]
+        log_path = args.result.with_suffix(".log")
+        resumed = args.cache_dir.exists()
         t1 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env)
+        with open(log_path, "a", encoding="utf-8") as log:  # the run's own progress lines, kept for reading
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                code = proc.wait(timeout=args.time_limit)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                code = "stopped at --time-limit"
         wall = time.perf_counter() - t1
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        pieces = list(previous.get("run", {}).get("pieces", [])) if args.cache_dir.exists() else []
-        pieces.append({"wall_seconds": round(wall, 1), "exit_code": proc.returncode, "peak_rss_mb": round(peak_mb)})
+        pieces = list(previous.get("run", {}).get("pieces", [])) if resumed else []
+        pieces.append({"wall_seconds": round(wall, 1), "exit_code": code, "peak_rss_mb": round(peak_mb)})
         run = {"command": " ".join(["biaslens", *cmd[1:]]), "pieces": pieces,
                "wall_seconds_total": round(sum(p["wall_seconds"] for p in pieces), 1),
                "peak_rss_mb": max(p["peak_rss_mb"] for p in pieces)}
         run_json = args.out_dir / "run.json"
-        if proc.returncode == 0 and run_json.exists():
+        if code == 0 and run_json.exists():
             record = json.loads(run_json.read_text())
             run["run_json_scoring"] = record.get("scoring")
             run["run_json_timings"] = record.get("timings")
