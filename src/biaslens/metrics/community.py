@@ -316,11 +316,8 @@ def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, level: float
     pm_all = prompt_means(df, value)
     pm_all["_adj"] = template_adjusted(pm_all, value)
     rows: list[dict[str, Any]] = []
-    for model, mdf in pm_all.groupby("model", observed=True, sort=False):
+    for model, mdf, pm in _scored_prompts_by_model(pm_all, value):
         missing = mdf[mdf[value].isna()].groupby("demographic", observed=True).size()
-        pm = mdf[mdf[value].notna()].reset_index(drop=True)
-        if not len(pm):
-            continue
         design, labels = _model_design(pm)
         code = {lab: i for i, lab in enumerate(labels)}
         pairs = []
@@ -378,16 +375,21 @@ def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, level: float
     return out
 
 
+def _scored_prompts_by_model(pm_all: pd.DataFrame, value: str):
+    """(model, all its prompt means, the scored ones re-indexed) for each model with any score."""
+    for model, mdf in pm_all.groupby("model", observed=True, sort=False):
+        pm = mdf[mdf[value].notna()].reset_index(drop=True)
+        if len(pm):
+            yield model, mdf, pm
+
+
 def demographic_mean_cis(df: pd.DataFrame, value: str = "sentiment", *, level: float = 0.95,
                          **_ignored) -> pd.DataFrame:
     """Each demographic's mean with its keyword-level t interval, per model: the error bars of
     the per-dimension plots (NaN for a demographic with one keyword)."""
     pm_all = prompt_means(df, value)
     rows = []
-    for model, mdf in pm_all.groupby("model", observed=True, sort=False):
-        pm = mdf[mdf[value].notna()].reset_index(drop=True)
-        if not len(pm):
-            continue
+    for model, _, pm in _scored_prompts_by_model(pm_all, value):
         design, labels = _model_design(pm)
         res = keyword_level_means(pm[value].to_numpy(dtype=np.float64), design, level=level)
         for i, lab in enumerate(labels):
@@ -467,10 +469,7 @@ def form_tests(df: pd.DataFrame, value: str = "sentiment", *, level: float = 0.9
     keyword variance ratio pooled over the model's demographics). ``p_holm`` over the model's forms."""
     pm_all = prompt_means(df, value)
     rows = []
-    for model, mdf in pm_all.groupby("model", observed=True, sort=False):
-        pm = mdf[mdf[value].notna()].reset_index(drop=True)
-        if not len(pm):
-            continue
+    for model, _, pm in _scored_prompts_by_model(pm_all, value):
         y = pm[value].to_numpy(dtype=np.float64)
         rho = _model_design(pm)[0].rho(y)
         kw = (pm["dimension"] + "\x1f" + pm["demographic"] + "\x1f" + pm["keyword"].astype(str)).tolist()
