@@ -301,3 +301,21 @@ def test_vllm_backend_shares_the_hf_rules(embedded_model, monkeypatch):
         assert VLLMBackend(StandInLLM(), hf.tokenizer, hf.info).render_prompt(request, params) == \
             hf.render_prompt(request, params)
     assert hf.render_prompt(request, GenerationParams(chat=False)).startswith(hf.info.start_token)
+
+
+def test_gpu_generation_rows_follow_the_key_value_cache_size():
+    from types import SimpleNamespace
+
+    from biaslens.models.hf import gpu_generate_rows
+
+    gib = 2**30
+    # a 7B Llama in bf16: 2 x 32 layers x 32 heads x 128 dims x 2 bytes x 256 tokens = 128 MiB a row
+    llama7 = SimpleNamespace(num_hidden_layers=32, num_attention_heads=32, hidden_size=4096,
+                             num_key_value_heads=32, head_dim=128)
+    assert gpu_generate_rows(llama7, 60 * gib, 512, 2) == 120  # a quarter of 60 GiB / 128 MiB
+    assert gpu_generate_rows(llama7, 10 * gib, 512, 2) == 20
+    assert gpu_generate_rows(llama7, 1 * gib, 512, 2) == 8  # the floor
+    # the embedded model (3 key/value heads of 64 dims, fp32): 11.25 MiB a row, so the cap decides
+    smol = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, hidden_size=576, num_key_value_heads=3,
+                           head_dim=64)
+    assert gpu_generate_rows(smol, 78 * gib, 512, 4) == 512
