@@ -7,9 +7,12 @@
    start token first) must go through the model at least once, whatever the batching; the
    script counts them and times plain causal forward passes of the embedded model at the engine's
    batch shape (10 rows x 128 tokens, about the 1,300 nodes a packed batch holds) to get this
-   CPU's positions/s through the transformer body (the output head, which the engine runs only
-   on predicting nodes, is left out, so the floor is a lower bound). floor = distinct prefixes /
-   positions per second. ``--floor-only`` re-measures the floor beside a recorded run.
+   CPU's positions/s through the transformer body, and with the output head. Every prefix goes
+   through the body; the prefixes that predict a token (all but the sentences' last tokens)
+   also need the head, since a log-probability needs the whole vocabulary's normaliser. floor =
+   prefixes / body rate + predicting prefixes x (1 / full rate - 1 / body rate): a lower bound,
+   since the head's matrix product alone is timed, not its log-sum-exp. ``--floor-only``
+   re-measures the floor beside a recorded run.
 2. **Run.** ``biaslens run --full`` in a subprocess with its own call cache, so nothing is
    reused from earlier runs; wall time, the run's own scoring speed (run.json) and the peak RSS
    of the subprocess. A killed run resumes from that cache: run the script again with the same
@@ -42,9 +45,11 @@ def full_texts() -> list[str]:
     return likelihood_rows(build_sentences(load_holistic_dataset()))["text"].astype(str).tolist()
 
 
-def distinct_prefixes(token_rows) -> int:
-    """Nodes of the prefix trie over the token rows (each distinct prefix counted once)."""
+def distinct_prefixes(token_rows) -> tuple[int, int]:
+    """Nodes of the prefix trie over the token rows (each distinct prefix counted once), and
+    how many of them predict a next token (have a child)."""
     trie: dict[tuple[int, int], int] = {}
+    parents: set[int] = set()
     for row in token_rows:
         node = 0
         for tok in row:
@@ -52,8 +57,10 @@ def distinct_prefixes(token_rows) -> int:
             nxt = trie.get(key)
             if nxt is None:
                 nxt = trie[key] = len(trie) + 1
+            if node:
+                parents.add(node)
             node = nxt
-    return len(trie)
+    return len(trie), len(parents)
 
 
 def forward_rate(model, rows: int = 10, length: int = 128, repeats: int = 7) -> float:
@@ -99,16 +106,18 @@ def main() -> None:
     start = [tok.convert_tokens_to_ids(backend.info.start_token)] if backend.info.start_token else []
     unique = list(dict.fromkeys(texts))
     rows = (start + ids for ids in tok(unique, add_special_tokens=False)["input_ids"])
-    prefixes = distinct_prefixes(rows)
+    prefixes, predicting = distinct_prefixes(rows)
     model = getattr(backend, "_eager_model", backend.model)
-    # the floor counts the transformer body only: the engine runs the output head on predicting
-    # nodes alone, in vocabulary chunks, so a full-vocabulary head on every position is not the bound
+    # the body on every prefix; the output head (timed as the difference of the two rates) only
+    # on the prefixes that predict a token, as the engine runs it
     body = forward_rate(model.get_decoder() if hasattr(model, "get_decoder") else model)
     whole = forward_rate(model)
     out["floor"] = {"sentences": len(texts), "unique_sentences": len(unique), "distinct_token_prefixes": prefixes,
+                    "predicting_prefixes": predicting,
                     "body_positions_per_second": round(body, 1),
                     "forward_with_full_head_positions_per_second": round(whole, 1),
-                    "floor_seconds": round(prefixes / body, 1),
+                    "body_only_floor_seconds": round(prefixes / body, 1),
+                    "floor_seconds": round(prefixes / body + predicting * (1 / whole - 1 / body), 1),
                     "measure_seconds": round(time.perf_counter() - t0, 1)}
     print(json.dumps(out["floor"]), flush=True)
     del backend
