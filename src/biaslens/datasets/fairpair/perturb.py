@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 from biaslens.datasets.redditbias.terms import match_case as _match_case
 from biaslens.errors import ConfigError
@@ -72,7 +72,7 @@ class NamePair:
         return f"{self.source}/{self.target}"
 
 
-def parse_name_pair(spec: str | list | tuple | NamePair, *, where: str = "name pair") -> NamePair:
+def parse_name_pair(spec: str | list[str] | tuple[str, ...] | NamePair, *, where: str = "name pair") -> NamePair:
     """``"John/Jane"``, ``"John:man/Jane:woman"`` (``"John:/Jane:"``: no gender noun), or a list
     ``[John, man, Jane, woman(, male, female)]``."""
     if isinstance(spec, NamePair):
@@ -144,7 +144,7 @@ class PerturbationMap:
             ctx = entry[2] if len(entry) == 3 else "any"
             if ctx not in _CONTEXTS:
                 raise ConfigError(f"{where}: pairs entry {i}: context {ctx!r} is not one of {', '.join(_CONTEXTS)}")
-            pairs.append(TermPair(entry[0].strip().lower(), entry[1].strip().lower(), ctx))
+            pairs.append(TermPair(entry[0].strip().lower(), entry[1].strip().lower(), cast(Context, ctx)))
         return cls(pairs=pairs, source_label=str(data.get("source_label", "male")),
                    target_label=str(data.get("target_label", "female")), name=str(data.get("name", where)))
 
@@ -169,8 +169,8 @@ class RulePerturber:
     """Deterministic whole-word perturbation e -> e'.
 
     >>> p = RulePerturber(PerturbationMap.from_yaml().with_names([NamePair("John", "Jane")]))
-    >>> p("John met Johnson. He gave her his book; it is his.")
-    'Jane met Johnson. She gave him her book; it is hers.'
+    >>> p("John met Johnson. He gave him his book; it is his.")
+    'Jane met Johnson. She gave her her book; it is hers.'
     """
 
     def __init__(self, mapping: PerturbationMap):
@@ -194,7 +194,7 @@ class RulePerturber:
         # names first, into placeholders, so a name never meets the word table ("Will" vs "will")
         slots: list[str] = []
         if self._name_re is not None:
-            def _name(m: re.Match) -> str:
+            def _name(m: re.Match[str]) -> str:
                 slots.append(self._names[m.group(1)])
                 return f"\x00{len(slots) - 1}\x00"
             text = self._name_re.sub(_name, text)
@@ -207,7 +207,7 @@ class RulePerturber:
     def perturb_many(self, texts: list[str]) -> list[str]:
         return [self(t) for t in texts]
 
-    def _swap(self, m: re.Match, text: str) -> str:
+    def _swap(self, m: re.Match[str], text: str) -> str:
         word = m.group(1)
         targets = self._table[word.lower()]
         if len(targets) == 1:
@@ -247,7 +247,7 @@ class LLMPerturber:
         progress, stats: passed to ``model.generate``.
     """
 
-    def __init__(self, model, *, max_new_tokens: int | None = None, progress=None, stats=None):
+    def __init__(self, model: Any, *, max_new_tokens: int | None = None, progress: Any = None, stats: Any = None):
         self.model = model
         self.max_new_tokens = max_new_tokens
         self.progress = progress
@@ -283,7 +283,7 @@ def token_set(text: str) -> frozenset[str]:
     return frozenset(t.lower().replace("\u2019", "'") for t in _TOKEN.findall(text))
 
 
-def jaccard(a: frozenset, b: frozenset) -> float:
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     """Jaccard dissimilarity 1 - |a & b| / |a | b| (0 for two empty sets)."""
     union = len(a | b)
     return 0.0 if union == 0 else 1.0 - len(a & b) / union
