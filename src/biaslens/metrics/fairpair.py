@@ -249,7 +249,11 @@ def _within(d: Dissimilarity, x: Any) -> tuple[float, np.ndarray]:
 
 
 def fairpair_f(b: float, v_a: float, v_b: float) -> float:
-    """F = B^2 / (V_A V_B), NaN when undefined."""
+    """F = B^2 / (V_A V_B), NaN when undefined (a set without variability).
+
+    >>> fairpair_f(0.5, 1.0, 1.0), fairpair_f(0.5, 0.0, 1.0)
+    (0.25, nan)
+    """
     denom = v_a * v_b
     if not (math.isfinite(denom) and denom > 0 and math.isfinite(b)):
         return float("nan")
@@ -272,7 +276,11 @@ def fairpair_scores(a_reps: Any, b_reps: Any, d: Dissimilarity) -> PairScores:
 
 
 def kfold_groups(n: int, k: int, rng: np.random.Generator | None = None) -> list[np.ndarray]:
-    """``k`` nearly equal groups of ``range(n)``, shuffled when ``rng`` is given."""
+    """``k`` nearly equal groups of ``range(n)``, shuffled when ``rng`` is given.
+
+    >>> [g.tolist() for g in kfold_groups(5, 2)]
+    [[0, 1, 2], [3, 4]]
+    """
     if not 2 <= k <= n:
         raise ValueError(f"k-fold needs 2 <= k <= samples, got k={k} with {n} samples")
     idx = rng.permutation(n) if rng is not None else np.arange(n)
