@@ -12,14 +12,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from biaslens.datasets.redditbias.terms import match_case as _match_case
 from biaslens.errors import ConfigError
 from biaslens.fileio import parse_yaml, read_text
+
+if TYPE_CHECKING:
+    from biaslens.models.base import GenerationParams
 
 Context = Literal["any", "before_noun", "standalone"]
 _CONTEXTS = ("any", "before_noun", "standalone")
@@ -234,6 +238,19 @@ INSTRUCTION = ("Change {source} ({source_label}) to {target} ({target_label}) in
                "in the same way without changing anything else: {text}\n\nOutput:")
 
 
+class PerturbingModel(Protocol):
+    """What the LLM perturber needs of a model's calls (:class:`biaslens.engine.calls.ModelCalls` has it)."""
+
+    def generate(self, requests: Sequence[str], params: GenerationParams, *, progress: Any = None,
+                 stats: Any = None) -> list[list[str]]:
+        """``params.n`` responses per prompt, in prompt order."""
+        ...
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """The number of tokens of each text."""
+        ...
+
+
 class LLMPerturber:
     """The paper's perturber: an instruction to a generative model (greedy, one output).
 
@@ -247,7 +264,8 @@ class LLMPerturber:
         progress, stats: passed to ``model.generate``.
     """
 
-    def __init__(self, model: Any, *, max_new_tokens: int | None = None, progress: Any = None, stats: Any = None):
+    def __init__(self, model: PerturbingModel, *, max_new_tokens: int | None = None, progress: Any = None,
+                 stats: Any = None):
         self.model = model
         self.max_new_tokens = max_new_tokens
         self.progress = progress
