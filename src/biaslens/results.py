@@ -38,7 +38,7 @@ class MetricEntry(BaseModel):
 
     @field_validator("value", "ci_low", "ci_high", "ideal", mode="before")
     @classmethod
-    def _finite_or_none(cls, v):
+    def _finite_or_none(cls, v: Any) -> float | None:
         # NaN/inf have no JSON form: a number that cannot be computed is null
         if v is None:
             return None
@@ -121,10 +121,10 @@ class RunResult:
     main_table: str | None = None
 
     @property
-    def sentences(self):
+    def sentences(self) -> Any:
         return self.tables.get(self.main_table) if self.main_table else None
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         tables = self.__dict__.get("tables") or {}
         if name in tables:
             return tables[name]

@@ -1,23 +1,8 @@
-"""Datasets shipped with or read by biaslens."""
+"""Datasets shipped with or read by biaslens.
 
-from .holistic import (
-    DatasetError,
-    HolisticDataset,
-    add_variants,
-    build_sentence_table,
-    build_sentences,
-    likelihood_rows,
-    load_holistic_dataset,
-    write_table,
-)
+The HolisticBias loader and builders are re-exported here (``holistic.__all__``); the other
+datasets are imported from their packages (``biaslens.datasets.redditbias`` ...).
+"""
 
-__all__ = [
-    "DatasetError",
-    "HolisticDataset",
-    "add_variants",
-    "build_sentence_table",
-    "build_sentences",
-    "likelihood_rows",
-    "load_holistic_dataset",
-    "write_table",
-]
+from .holistic import *  # noqa: F403
+from .holistic import __all__ as __all__

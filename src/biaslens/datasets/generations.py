@@ -9,7 +9,15 @@ id field such as ``prompt_id`` / ``id``). Extra fields are kept.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pandas is imported when a file is read: keep `import biaslens.datasets` light
+    import pandas as pd
+
+#: one record of a generations file: (where, for messages; line or row number; the record)
+_Row = tuple[str, int, Any]
 
 RESPONSE_FIELDS = ("response", "generation", "completion", "output", "text")
 PROMPT_FIELDS = ("prompt", "prompt_text", "input")
@@ -20,7 +28,7 @@ class GenerationsFileError(ValueError):
     """A generations file is malformed; the message names the file and line."""
 
 
-def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000):
+def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000) -> pd.DataFrame:
     """Read a generations file into a DataFrame with columns ``prompt`` and/or ``prompt_id``,
     ``response``, ``sample_index`` (order of appearance per prompt), ``line`` and any extra fields.
 
@@ -56,7 +64,7 @@ def _looks_like_csv(line: str) -> bool:
     return False
 
 
-def _jsonl_rows(path: Path, max_line_chars: int):
+def _jsonl_rows(path: Path, max_line_chars: int) -> Iterator[_Row]:
     from biaslens.fileio import read_text
 
     text = read_text(path, GenerationsFileError)
@@ -81,7 +89,7 @@ def _jsonl_rows(path: Path, max_line_chars: int):
         yield f"{path}:{lineno}", lineno, obj
 
 
-def _table_rows(path: Path, kind: str):
+def _table_rows(path: Path, kind: str) -> Iterator[_Row]:
     """The rows of a CSV or Parquet file as (where, row number, record); empty cells are missing."""
     import pandas as pd
 
@@ -107,7 +115,7 @@ def _table_rows(path: Path, kind: str):
         yield f"{path}: row {i}", i, given
 
 
-def _from_records(path: Path, rows):
+def _from_records(path: Path, rows: Iterable[_Row]) -> pd.DataFrame:
     import pandas as pd
 
     records = []

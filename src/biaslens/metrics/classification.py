@@ -13,7 +13,11 @@ class (the class counts stay fixed, as balanced accuracy and AUROC condition on 
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from biaslens.metrics.likelihood_bias import wilson_interval
 from biaslens.metrics.resampling import keyed_rng, percentile_interval
@@ -21,7 +25,7 @@ from biaslens.metrics.resampling import keyed_rng, percentile_interval
 N_BOOT = 2000
 
 
-def _codes(values, categories) -> np.ndarray:
+def _codes(values: Iterable[Hashable], categories: Sequence[Hashable]) -> np.ndarray:
     index = {c: i for i, c in enumerate(categories)}
     try:
         return np.array([index[v] for v in values], dtype=np.int64)
@@ -47,7 +51,8 @@ def _balanced_accuracy(cm: np.ndarray) -> np.ndarray:
     diag = np.diagonal(cm, axis1=-2, axis2=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         rec = np.where(n_true > 0, diag / np.maximum(n_true, 1), np.nan)
-    return np.nanmean(rec, axis=-1)
+    ba: np.ndarray = np.nanmean(rec, axis=-1)
+    return ba
 
 
 def _macro_f1(cm: np.ndarray) -> np.ndarray:
@@ -56,7 +61,8 @@ def _macro_f1(cm: np.ndarray) -> np.ndarray:
     diag = np.diagonal(cm, axis1=-2, axis2=-1)
     present = (n_true + n_pred) > 0
     f1 = np.where(present, 2 * diag / np.maximum(n_true + n_pred, 1), np.nan)
-    return np.nanmean(f1, axis=-1)
+    mf1: np.ndarray = np.nanmean(f1, axis=-1)
+    return mf1
 
 
 def _stratified_indices(truth: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -68,10 +74,10 @@ def _stratified_indices(truth: np.ndarray, n_boot: int, rng: np.random.Generator
     return np.concatenate(cols, axis=1)
 
 
-def per_class(truth: np.ndarray, pred: np.ndarray, categories) -> dict[str, dict]:
+def per_class(truth: np.ndarray, pred: np.ndarray, categories: Sequence[Hashable]) -> dict[str, dict[str, Any]]:
     """Precision and recall of each class with 95% Wilson intervals and the counts behind them."""
     cm = confusion(truth, pred, len(categories))
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for i, c in enumerate(categories):
         tp, n_true, n_pred = int(cm[i, i]), int(cm[i].sum()), int(cm[:, i].sum())
         (plo, phi), (rlo, rhi) = [(float(lo[0]), float(hi[0])) for lo, hi in
@@ -83,7 +89,8 @@ def per_class(truth: np.ndarray, pred: np.ndarray, categories) -> dict[str, dict
     return out
 
 
-def multiclass_skill(truth, pred, categories, *, key: str = "skill", n_boot: int = N_BOOT) -> dict:
+def multiclass_skill(truth: Iterable[Hashable], pred: Iterable[Hashable], categories: Iterable[Hashable], *,
+                     key: str = "skill", n_boot: int = N_BOOT) -> dict[str, Any]:
     """Balanced accuracy (headline; baseline 1/K, K = classes present in the truth) and macro-F1
     (baseline: the majority-class classifier's macro-F1), each with a stratified item-bootstrap
     95% interval; plain accuracy vs the majority-class accuracy; per-class precision/recall.
@@ -92,9 +99,9 @@ def multiclass_skill(truth, pred, categories, *, key: str = "skill", n_boot: int
     >>> round(r["balanced_accuracy"], 4), r["baseline"], r["accuracy"], r["majority_accuracy"]
     (0.8333, 0.5, 0.75, 0.75)
     """
-    categories = list(categories)
-    t, p = _codes(truth, categories), _codes(pred, categories)
-    k = len(categories)
+    cats = list(categories)
+    t, p = _codes(truth, cats), _codes(pred, cats)
+    k = len(cats)
     cm = confusion(t, p, k)
     present = np.flatnonzero(cm.sum(axis=1) > 0)
     counts = cm.sum(axis=1)
@@ -108,12 +115,12 @@ def multiclass_skill(truth, pred, categories, *, key: str = "skill", n_boot: int
                                                          "most common label scores",
             "balanced_accuracy": ba, "macro_f1": f1, "macro_f1_ci": list(percentile_interval(_macro_f1(cms))),
             "macro_f1_baseline": float(_macro_f1(maj_cm)), "accuracy": float(np.trace(cm) / len(t)),
-            "majority_class": str(categories[majority]), "majority_accuracy": float(counts[majority] / len(t)),
+            "majority_class": str(cats[majority]), "majority_accuracy": float(counts[majority] / len(t)),
             "n": int(len(t)), "n_boot": n_boot, "interval": "stratified item bootstrap, percentile, 95%",
-            "per_class": per_class(t, p, categories)}
+            "per_class": per_class(t, p, cats)}
 
 
-def auroc(scores, truth) -> float:
+def auroc(scores: ArrayLike, truth: ArrayLike) -> float:
     """Area under the ROC curve (Mann-Whitney U / (n_pos * n_neg), ties counted half).
 
     >>> auroc([0.9, 0.4, 0.4, 0.1], [1, 1, 0, 0])
@@ -136,10 +143,12 @@ def _auroc_rows(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
     ranks = rankdata(scores, axis=1)
     n_pos = y.sum(axis=1)
     n_neg = y.shape[1] - n_pos
-    return ((ranks * y).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    auc: np.ndarray = ((ranks * y).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return auc
 
 
-def binary_skill(prob, truth, threshold: float = 0.5, *, key: str = "skill", n_boot: int = N_BOOT) -> dict:
+def binary_skill(prob: ArrayLike, truth: ArrayLike, threshold: float = 0.5, *, key: str = "skill",
+                 n_boot: int = N_BOOT) -> dict[str, Any]:
     """AUROC of a score (headline; baseline 0.5) and balanced accuracy of ``prob >= threshold``
     (baseline 0.5), with stratified item-bootstrap 95% intervals; plain accuracy vs the
     majority-class accuracy; precision/recall of both classes. With only one class in the
@@ -155,7 +164,7 @@ def binary_skill(prob, truth, threshold: float = 0.5, *, key: str = "skill", n_b
     cm = confusion(y, pred, 2)
     both = bool(cm[0].sum() and cm[1].sum())
     majority = int(cm[1].sum() > cm[0].sum())
-    out = {"headline": "AUROC", "value": None, "ci": None, "baseline": 0.5,
+    out: dict[str, Any] = {"headline": "AUROC", "value": None, "ci": None, "baseline": 0.5,
            "baseline_what": "what a score that ranks items at random scores",
            "threshold": threshold, "balanced_accuracy": None, "balanced_accuracy_ci": None,
            "balanced_accuracy_baseline": 0.5, "accuracy": float(np.trace(cm) / len(y)) if len(y) else None,
@@ -172,14 +181,14 @@ def binary_skill(prob, truth, threshold: float = 0.5, *, key: str = "skill", n_b
     return out
 
 
-def no_measured_skill(skill: dict) -> bool:
+def no_measured_skill(skill: Mapping[str, Any]) -> bool:
     """True when the headline was not measured or its interval does not lie above its baseline."""
     return skill.get("value") is None or skill.get("ci") is None or skill["ci"][0] <= skill["baseline"]
 
 
 # -- agreement between annotators ----------------------------------------------------------
 
-def cohen_kappa(a, b, categories, weights: str | None = None) -> float:
+def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable], categories: Sequence[Hashable], weights: str | None = None) -> float:
     """Cohen's kappa of two raters over ``categories``; ``weights="linear"`` weighs a
     disagreement by |i - j| / (K - 1) in the given order (weighted kappa).
 
@@ -202,18 +211,18 @@ def _kappa(cms: np.ndarray, weights: str | None) -> np.ndarray:
         return np.where(exp > 0, 1 - obs / exp, np.nan)
 
 
-def agreement(a, b, categories, *, weights: str | None = None, key: str = "agreement",
-              n_boot: int = N_BOOT) -> dict:
+def agreement(a: Iterable[Hashable], b: Iterable[Hashable], categories: Iterable[Hashable], *,
+              weights: str | None = None, key: str = "agreement", n_boot: int = N_BOOT) -> dict[str, Any]:
     """Kappa with a percentile bootstrap 95% interval over items, raw agreement, n and each
     rater's label counts."""
-    categories = list(categories)
-    ca, cb = _codes(a, categories), _codes(b, categories)
-    k = len(categories)
+    cats = list(categories)
+    ca, cb = _codes(a, cats), _codes(b, cats)
+    k = len(cats)
     kappa = float(_kappa(confusion(ca, cb, k).astype(np.float64)[None], weights)[0])
     idx = keyed_rng(f"{key}|kappa").integers(0, len(ca), (n_boot, len(ca)))
     draws = _kappa(_confusions(ca, cb, k, idx).astype(np.float64), weights)
     draws = draws[np.isfinite(draws)]
     return {"kappa": kappa, "ci": list(percentile_interval(draws)) if len(draws) else None,
             "weights": weights or "none", "raw_agreement": float(np.mean(ca == cb)), "n": int(len(ca)),
-            "counts_a": {str(c): int((ca == i).sum()) for i, c in enumerate(categories)},
-            "counts_b": {str(c): int((cb == i).sum()) for i, c in enumerate(categories)}}
+            "counts_a": {str(c): int((ca == i).sum()) for i, c in enumerate(cats)},
+            "counts_b": {str(c): int((cb == i).sum()) for i, c in enumerate(cats)}}

@@ -23,6 +23,7 @@ interval stay beside it (``*_prompt`` columns): right only when keywords do not 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,7 @@ class Design:
 
     @classmethod
     def from_codes(cls, group: np.ndarray, cluster: np.ndarray) -> Design:
+        """A design from integer group and keyword (cluster) codes, one per prompt."""
         group = np.asarray(group, dtype=np.int64)
         cluster = np.asarray(cluster, dtype=np.int64)
         n_g, n_k = int(group.max()) + 1, int(cluster.max()) + 1
@@ -129,21 +131,23 @@ class Design:
         return cls(group, cluster, n_g, n_k, consts)
 
     @classmethod
-    def from_labels(cls, groups, clusters) -> tuple[Design, list]:
+    def from_labels(cls, groups: Sequence[str], clusters: Sequence[str]) -> tuple[Design, list[str]]:
         """A design from group and keyword labels (a keyword label is made unique per group);
         returns it and the group labels in code order."""
-        g = pd.Categorical(groups, categories=list(dict.fromkeys(groups)))
+        g = pd.Categorical(list(groups), categories=list(dict.fromkeys(groups)))
         k = pd.Categorical([f"{a}\x1f{b}" for a, b in zip(groups, clusters, strict=True)])
         return cls.from_codes(g.codes, k.codes), list(g.categories)
 
     @property
     def n_keywords(self) -> np.ndarray:
+        """Keywords per group."""
         kg = np.zeros(self.n_clusters, dtype=np.int64)
         kg[self.cluster] = self.group
         return np.bincount(kg, minlength=self.n_groups)
 
     @property
     def n_prompts(self) -> np.ndarray:
+        """Prompts per group."""
         return np.bincount(self.group, minlength=self.n_groups)
 
     def _indicators(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -185,7 +189,8 @@ class Design:
         n0 = (p - (m_k ** 2 / m_g[kg]).sum()) / (k - g)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = (msb - msw) / n0 / msw
-        return np.clip(np.nan_to_num(r, nan=0.0, posinf=0.0), 0.0, None)
+        icc: np.ndarray = np.clip(np.nan_to_num(r, nan=0.0, posinf=0.0), 0.0, None)
+        return icc
 
     def df(self, ia: np.ndarray, ib: np.ndarray | None, rho: np.ndarray) -> np.ndarray:
         """Bell-McCaffrey degrees of freedom of group ia's mean (ib None) or of the difference
@@ -195,7 +200,8 @@ class Design:
         e = c[:, 0] + r * c[:, 1]
         v = c[:, 2] + 2 * r * c[:, 3] + r ** 2 * c[:, 4]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return e ** 2 / v
+            dof: np.ndarray = e ** 2 / v
+        return dof
 
 
 def _t_results(est: np.ndarray, var: np.ndarray, df: np.ndarray, level: float) -> dict[str, np.ndarray]:
@@ -271,7 +277,8 @@ def remove_template_offsets(y: np.ndarray, template: np.ndarray) -> np.ndarray:
     ind = np.zeros((len(codes), int(codes.max()) + 1))
     ind[np.arange(len(codes)), codes] = 1.0
     t_mean = (y @ ind) / ind.sum(0)
-    return y - t_mean[..., codes] + y.mean(axis=-1, keepdims=True)
+    centred: np.ndarray = y - t_mean[..., codes] + y.mean(axis=-1, keepdims=True)
+    return centred
 
 
 def template_adjusted(pm: pd.DataFrame, value: str) -> pd.Series:
@@ -295,12 +302,12 @@ _GAP_COLUMNS = ["model", "score", "dimension", "demographic_a", "demographic_b",
                 "p_value_template_adjusted", "p_holm_template_adjusted"]
 
 
-def _model_design(pm: pd.DataFrame) -> tuple[Design, list]:
+def _model_design(pm: pd.DataFrame) -> tuple[Design, list[str]]:
     return Design.from_labels([f"{d}\x1f{g}" for d, g in zip(pm["dimension"], pm["demographic"], strict=True)],
                               pm["keyword"].astype(str).tolist())
 
 
-def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, level: float = 0.95, **_ignored) -> pd.DataFrame:
+def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, level: float = 0.95, **_ignored: Any) -> pd.DataFrame:
     """Pairwise gaps between the demographics of each dimension, per model.
 
     For demographics a, b (file order) the gap is ``mean(a) - mean(b)`` of the prompt means
@@ -375,7 +382,7 @@ def demographic_gaps(df: pd.DataFrame, value: str = "sentiment", *, level: float
     return out
 
 
-def _scored_prompts_by_model(pm_all: pd.DataFrame, value: str):
+def _scored_prompts_by_model(pm_all: pd.DataFrame, value: str) -> Iterator[tuple[Hashable, pd.DataFrame, pd.DataFrame]]:
     """(model, all its prompt means, the scored ones re-indexed) for each model with any score."""
     for model, mdf in pm_all.groupby("model", observed=True, sort=False):
         pm = mdf[mdf[value].notna()].reset_index(drop=True)
@@ -384,7 +391,7 @@ def _scored_prompts_by_model(pm_all: pd.DataFrame, value: str):
 
 
 def demographic_mean_cis(df: pd.DataFrame, value: str = "sentiment", *, level: float = 0.95,
-                         **_ignored) -> pd.DataFrame:
+                         **_ignored: Any) -> pd.DataFrame:
     """Each demographic's mean with its keyword-level t interval, per model: the error bars of
     the per-dimension plots (NaN for a demographic with one keyword)."""
     pm_all = prompt_means(df, value)

@@ -63,9 +63,11 @@ class JaccardDissimilarity:
     name = "jaccard"
 
     def represent(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        """The set of lowercase word tokens of each text."""
         return [frozenset(_tokens(t)) for t in texts]
 
-    def pairwise(self, x: list[frozenset], y: list[frozenset]) -> np.ndarray:
+    def pairwise(self, x: list[frozenset[str]], y: list[frozenset[str]]) -> np.ndarray:
+        """Jaccard dissimilarity of every token set of ``x`` with every one of ``y``."""
         from scipy import sparse
 
         vocab: dict[str, int] = {}
@@ -73,7 +75,7 @@ class JaccardDissimilarity:
             for t in s:
                 vocab.setdefault(t, len(vocab))
 
-        def matrix(sets):
+        def matrix(sets: list[frozenset[str]]) -> sparse.csr_matrix:
             rows = [i for i, s in enumerate(sets) for _ in s]
             cols = [vocab[t] for s in sets for t in s]
             return sparse.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(sets), max(1, len(vocab))))
@@ -84,10 +86,12 @@ class JaccardDissimilarity:
         sy = np.asarray(my.sum(1)).reshape(1, -1)
         union = sx + sy - inter
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(union > 0, 1.0 - inter / np.where(union > 0, union, 1.0), 0.0)
+            dist: np.ndarray = np.where(union > 0, 1.0 - inter / np.where(union > 0, union, 1.0), 0.0)
+        return dist
 
-    def fold(self, x: list[frozenset], groups: list[np.ndarray]) -> list[frozenset]:
-        return [frozenset().union(*(x[i] for i in g)) for g in groups]
+    def fold(self, x: list[frozenset[str]], groups: list[np.ndarray]) -> list[frozenset[str]]:
+        """The union of the token sets of each group."""
+        return [frozenset[str]().union(*(x[i] for i in g)) for g in groups]
 
 
 class ScoreDissimilarity:
@@ -103,12 +107,16 @@ class ScoreDissimilarity:
         self.name = name
 
     def represent(self, texts: Sequence[str]) -> np.ndarray:
+        """The score of each text."""
         return np.asarray(self.scorer(list(texts)), dtype=np.float64).reshape(-1)
 
     def pairwise(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.abs(np.asarray(x)[:, None] - np.asarray(y)[None, :])
+        """|x_i - y_j| for every pair of scores."""
+        dist: np.ndarray = np.abs(np.asarray(x)[:, None] - np.asarray(y)[None, :])
+        return dist
 
     def fold(self, x: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+        """The mean score of each group."""
         return np.array([float(np.mean(x[g])) for g in groups])
 
 
@@ -126,28 +134,35 @@ class EmbeddingDissimilarity:
 
     name = "embedding"
 
-    def __init__(self, encoder=None, *, load_encoder: Callable[[], Any] | None = None):
+    def __init__(self, encoder: Any = None, *, load_encoder: Callable[[], Any] | None = None):
         if encoder is None and load_encoder is None:
             raise ValueError("EmbeddingDissimilarity needs an encoder (or load_encoder, called on first use)")
         self._encoder = encoder
         self._load = load_encoder
 
     @property
-    def encoder(self):
+    def encoder(self) -> Any:
+        """The sentence encoder (loaded on first use)."""
         # loaded on first use: pairwise/fold on stored embeddings (re-rendering a run) need no model
         if self._encoder is None:
+            assert self._load is not None  # __init__ asks for one of the two
             self._encoder = self._load()
         return self._encoder
 
     def represent(self, texts: Sequence[str]) -> np.ndarray:
+        """The embedding of each text (rows)."""
         return np.asarray(self.encoder.encode(list(texts)), dtype=np.float64)
 
     def pairwise(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.clip(1.0 - x @ y.T, 0.0, 2.0)
+        """1 - cosine similarity of every pair of (unit-norm) embeddings."""
+        dist: np.ndarray = np.clip(1.0 - x @ y.T, 0.0, 2.0)
+        return dist
 
     def fold(self, x: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+        """The normalised mean embedding of each group."""
         m = np.stack([x[g].mean(0) for g in groups])
-        return m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+        unit: np.ndarray = m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+        return unit
 
 
 class CallableDissimilarity:
@@ -161,12 +176,15 @@ class CallableDissimilarity:
         self.fold_texts = fold_texts or "\n".join
 
     def represent(self, texts: Sequence[str]) -> list[str]:
+        """The texts themselves."""
         return list(texts)
 
     def pairwise(self, x: list[str], y: list[str]) -> np.ndarray:
+        """``fn(a, b)`` for every pair of texts."""
         return np.array([[float(self.fn(a, b)) for b in y] for a in x], dtype=np.float64).reshape(len(x), len(y))
 
     def fold(self, x: list[str], groups: list[np.ndarray]) -> list[str]:
+        """The texts of each group joined by ``fold_texts``."""
         return [self.fold_texts([x[i] for i in g]) for g in groups]
 
 
@@ -181,8 +199,9 @@ def make_dissimilarity(spec: str | Dissimilarity | Callable[[str, str], float],
     if isinstance(spec, str):
         if spec == "jaccard":
             return JaccardDissimilarity()
-        if spec in (scorer_based or {}):
-            return scorer_based[spec]()
+        factories = scorer_based or {}
+        if spec in factories:
+            return factories[spec]()
         if spec in BUILTIN:
             raise ValueError(f"dissimilarity {spec!r} needs a scorer: pass scorer_based (the fairpair suite's "
                              "SCORER_DISSIMILARITIES)")
@@ -219,7 +238,7 @@ class PairScores:
     within_b: np.ndarray
 
 
-def _within(d: Dissimilarity, x) -> tuple[float, np.ndarray]:
+def _within(d: Dissimilarity, x: Any) -> tuple[float, np.ndarray]:
     m = d.pairwise(x, x)
     n = m.shape[0]
     if n < 2:
@@ -230,14 +249,18 @@ def _within(d: Dissimilarity, x) -> tuple[float, np.ndarray]:
 
 
 def fairpair_f(b: float, v_a: float, v_b: float) -> float:
-    """F = B^2 / (V_A V_B), NaN when undefined."""
+    """F = B^2 / (V_A V_B), NaN when undefined (a set without variability).
+
+    >>> fairpair_f(0.5, 1.0, 1.0), fairpair_f(0.5, 0.0, 1.0)
+    (0.25, nan)
+    """
     denom = v_a * v_b
     if not (math.isfinite(denom) and denom > 0 and math.isfinite(b)):
         return float("nan")
     return b * b / denom
 
 
-def fairpair_scores(a_reps, b_reps, d: Dissimilarity) -> PairScores:
+def fairpair_scores(a_reps: Any, b_reps: Any, d: Dissimilarity) -> PairScores:
     """B, V_A, V_B and F for one prompt from the representations of sets A and B.
 
     >>> d = ScoreDissimilarity(lambda t: [float(s) for s in t], "x")
@@ -253,14 +276,18 @@ def fairpair_scores(a_reps, b_reps, d: Dissimilarity) -> PairScores:
 
 
 def kfold_groups(n: int, k: int, rng: np.random.Generator | None = None) -> list[np.ndarray]:
-    """``k`` nearly equal groups of ``range(n)``, shuffled when ``rng`` is given."""
+    """``k`` nearly equal groups of ``range(n)``, shuffled when ``rng`` is given.
+
+    >>> [g.tolist() for g in kfold_groups(5, 2)]
+    [[0, 1, 2], [3, 4]]
+    """
     if not 2 <= k <= n:
         raise ValueError(f"k-fold needs 2 <= k <= samples, got k={k} with {n} samples")
     idx = rng.permutation(n) if rng is not None else np.arange(n)
     return [np.sort(g) for g in np.array_split(idx, k)]
 
 
-def kfold_scores(a_reps, b_reps, n_a: int, n_b: int, d: Dissimilarity, k: int, seed: int = 0) -> PairScores:
+def kfold_scores(a_reps: Any, b_reps: Any, n_a: int, n_b: int, d: Dissimilarity, k: int, seed: int = 0) -> PairScores:
     """The k-fold variant: B and V computed between fold representations (mean score for
     sentiment, union of token sets for Jaccard, mean embedding) instead of single samples."""
     rng = np.random.default_rng(seed)
@@ -389,8 +416,8 @@ def ngram_differences(a_texts: Sequence[str], b_texts: Sequence[str], *, n_range
     cols = ["side", "ngram", "n", "freq_a", "freq_b", "diff", "count_a", "count_b"]
     if not a_texts or not b_texts:
         return pd.DataFrame(columns=cols)
-    ca: Counter = Counter()
-    cb: Counter = Counter()
+    ca: Counter[tuple[str, ...]] = Counter()
+    cb: Counter[tuple[str, ...]] = Counter()
     lo, hi = n_range
     for texts, counter in ((a_texts, ca), (b_texts, cb)):
         for t in texts:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -88,6 +88,142 @@ MIN_DESCRIPTORS = 5
 N_RESAMPLES = 2000
 
 
+def low_high_descriptors(
+    result_or_df: LikelihoodBiasResult | pd.DataFrame,
+    *,
+    template: str | None = None,
+    n: int = 5,
+    min_chars: int | None = 6,
+    max_chars: int | None = 19,
+    equal_token_count: bool = False,
+    token_counts: Mapping[str, int] | None = None,
+    value_col: str = "perplexity",
+    axis_col: str = "axis",
+    template_col: str = "template",
+    descriptor_col: str = "descriptor",
+) -> pd.DataFrame:
+    """Per axis, the ``n`` lowest- and highest-median-perplexity descriptors (Table 3).
+
+    The median is over the descriptor's sentences within ``template``, or over all its
+    sentences when ``template`` is None. Filters, applied in this order:
+
+    1. Length: keep descriptors with ``min_chars <= len(descriptor) <= max_chars``
+       (None disables a bound; the paper's setting is 6-19).
+    2. Equal token count (paper Table 3): within each axis, keep only the descriptors whose
+       token count (``token_counts[descriptor]``) equals the axis's most common token
+       count among the descriptors left by step 1 (ties: the smallest count).
+
+    Ranking ties are broken by descriptor name. No descriptor is listed on both sides: an
+    axis with ``m < 2 n`` eligible descriptors gets ``m // 2`` per side (the middle one of
+    an odd ``m`` is left out; an axis with one eligible descriptor gets none).
+    ``n_eligible`` says how many descriptors the filters left in the axis, so a report can
+    say when that is fewer than ``2 n``.
+
+    Args:
+        result_or_df: A :class:`LikelihoodBiasResult` or a per-sentence table.
+        template: Restrict to one template (exact template string), or None for all.
+        n: Descriptors per side.
+        min_chars: Minimum descriptor length in characters, or None.
+        max_chars: Maximum descriptor length in characters, or None.
+        equal_token_count: Apply the equal-token-count filter.
+        token_counts: ``descriptor -> number of tokens`` (required with
+            ``equal_token_count``).
+        value_col: Perplexity column (table input only).
+        axis_col: Axis column (table input only).
+        template_col: Template column (table input only).
+        descriptor_col: Descriptor column (table input only).
+
+    Returns:
+        Long table with columns axis, side ("low"/"high"), rank (1 = most extreme),
+        descriptor, median_ppl, n_eligible; axes sorted, "low" before "high".
+
+    Raises:
+        ValueError: Unknown template, or ``equal_token_count`` without ``token_counts``.
+        KeyError: A descriptor missing from ``token_counts``.
+
+    Example:
+        >>> df = pd.DataFrame({
+        ...     "axis": ["a"] * 4,
+        ...     "template": ["t"] * 4,
+        ...     "descriptor": ["tall-ish", "short-ish", "medium-ish", "big"],
+        ...     "perplexity": [10.0, 20.0, 30.0, 1.0],
+        ... })
+        >>> low_high_descriptors(df, n=1)[["side", "descriptor"]].values.tolist()
+        [['low', 'tall-ish'], ['high', 'medium-ish']]
+    """
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    if isinstance(result_or_df, LikelihoodBiasResult):
+        if template is None:
+            med = result_or_df.descriptor_medians[["axis", "descriptor", "median_ppl"]]
+        else:
+            mp = result_or_df.median_perplexities
+            med = mp.loc[mp["template"].astype(object) == template, ["axis", "descriptor", "median_ppl"]]
+            if med.empty:
+                raise ValueError(f"template {template!r} not found in the result")
+    else:
+        med = _medians_from_df(result_or_df, template, value_col, axis_col, template_col, descriptor_col)
+        if template is not None and med.empty:
+            raise ValueError(f"template {template!r} not found in the table")
+    med = med.reset_index(drop=True)
+    med["axis"] = med["axis"].astype(object)
+    med["descriptor"] = med["descriptor"].astype(object)
+
+    lengths = med["descriptor"].map(lambda s: len(str(s)))
+    keep = np.ones(len(med), dtype=bool)
+    if min_chars is not None:
+        keep &= (lengths >= min_chars).to_numpy()
+    if max_chars is not None:
+        keep &= (lengths <= max_chars).to_numpy()
+    med = med[keep]
+
+    if equal_token_count:
+        if token_counts is None:
+            raise ValueError("equal_token_count=True needs token_counts (descriptor -> n_tokens)")
+        absent = sorted({str(x) for x in med["descriptor"] if x not in token_counts})
+        if absent:
+            raise KeyError(f"token_counts has no entry for descriptor(s): {absent[:10]}")
+        med = med.assign(_ntok=med["descriptor"].map(lambda s: int(token_counts[s])))
+
+        kept: list[int] = []
+        for _, g in med.groupby("axis", sort=False):
+            counts = g["_ntok"].value_counts()
+            mode = int(counts.index[counts == counts.max()].min())
+            kept.extend(g.index[g["_ntok"] == mode].tolist())
+        med = med.loc[sorted(kept)].drop(columns="_ntok")
+
+    rows: list[pd.DataFrame] = []
+    for axis_value, g in med.groupby("axis", sort=True):
+        g = g.sort_values(["median_ppl", "descriptor"], kind="mergesort")
+        per_side = min(n, len(g) // 2)  # never the same descriptor on both sides
+        low = g.head(per_side)
+        high = g.iloc[::-1].head(per_side)
+        for side, part in (("low", low), ("high", high)):
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "axis": axis_value,
+                        "side": side,
+                        "rank": np.arange(1, len(part) + 1, dtype=np.int64),
+                        "descriptor": part["descriptor"].to_numpy(),
+                        "median_ppl": part["median_ppl"].to_numpy(),
+                        "n_eligible": np.full(len(part), len(g), dtype=np.int64),
+                    }
+                )
+            )
+    if not rows:
+        return pd.DataFrame(
+            {
+                "axis": pd.Series([], dtype=object),
+                "side": pd.Series([], dtype=object),
+                "rank": pd.Series([], dtype=np.int64),
+                "descriptor": pd.Series([], dtype=object),
+                "median_ppl": pd.Series([], dtype=np.float64),
+                "n_eligible": pd.Series([], dtype=np.int64),
+            }
+        )
+    return pd.concat(rows, ignore_index=True)
+
 
 @dataclass
 class LikelihoodBiasResult:
@@ -149,26 +285,8 @@ class LikelihoodBiasResult:
     higher_is_better: ClassVar[bool] = False
     ideal_value: ClassVar[float] = 0.0
 
-    def low_high_descriptors(
-        self,
-        *,
-        template: str | None = None,
-        n: int = 5,
-        min_chars: int | None = 6,
-        max_chars: int | None = 19,
-        equal_token_count: bool = False,
-        token_counts: Mapping[str, int] | None = None,
-    ) -> pd.DataFrame:
-        """Shortcut for :func:`low_high_descriptors` on this result."""
-        return low_high_descriptors(
-            self,
-            template=template,
-            n=n,
-            min_chars=min_chars,
-            max_chars=max_chars,
-            equal_token_count=equal_token_count,
-            token_counts=token_counts,
-        )
+    #: :func:`low_high_descriptors` of this result: ``result.low_high_descriptors(n=5)``
+    low_high_descriptors = low_high_descriptors
 
 
 def wilson_interval(k: np.ndarray, n: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +341,7 @@ class DescriptorBootstrap:
     method: str
     #: descriptors per group: (shown count, smallest per-axis count, which the
     #: few-descriptors flag compares with the minimum)
-    n_descriptors: dict[str, dict] = field(default_factory=dict)
+    n_descriptors: dict[str, dict[Any, tuple[int, int]]] = field(default_factory=dict)
 
     def describe(self) -> str:
         """One line for reports: what the interval is."""
@@ -277,7 +395,8 @@ class _AxisPairs:
 
         def quad(wide: np.ndarray) -> np.ndarray:
             m = wide.shape[1] // self.k
-            return 0.5 * np.einsum("btk,bk->tb", (c2 @ wide).reshape(-1, m, self.k), c2)
+            q: np.ndarray = 0.5 * np.einsum("btk,bk->tb", (c2 @ wide).reshape(-1, m, self.k), c2)
+            return q
 
         sig = quad(self._sig_wide)
         tested = np.empty((nt, c2.shape[0]))
@@ -305,8 +424,8 @@ def _exact_interval(value: float, k: int, confidence: float) -> tuple[float, flo
     return float(ci.low), float(ci.high)
 
 
-def _interval(res, j: int, observed: float, k: int, confidence: float) -> tuple[float, float, str]:
-    """Output ``j`` of a scipy bootstrap result, with the degenerate cases made explicit."""
+def _interval(res: Any, j: int, observed: float, k: int, confidence: float) -> tuple[float, float, str]:
+    """Output ``j`` of a scipy bootstrap result ``res``, with the degenerate cases made explicit."""
     dist = np.atleast_2d(res.bootstrap_distribution)[j]
     if k < 2 or not np.isfinite(observed):
         return float("nan"), float("nan"), "none"
@@ -360,7 +479,10 @@ def descriptor_bootstrap(
     an interval: the BH/Holm flags depend on the whole run's family of tests.
 
     Args:
-        a, t, d0, d1: Integer codes of each tested pair's axis, template and descriptors.
+        a: Integer code of each tested pair's axis.
+        t: Integer code of each tested pair's template.
+        d0: Integer code of each tested pair's first descriptor.
+        d1: Integer code of each tested pair's second descriptor.
         sig: 1 where the pair is significant (p < alpha).
         n_resamples: Bootstrap resamples.
         confidence: Two-sided confidence level.
@@ -382,7 +504,7 @@ def descriptor_bootstrap(
     all_t = np.unique(t)
     slot = [np.searchsorted(all_t, g.templates) for _, g in ordered]
 
-    def statistic(*idx, axis=-1):
+    def statistic(*idx: np.ndarray, axis: int = -1) -> np.ndarray:
         lead = np.shape(idx[0])[:-1]
         s_tot = np.zeros((all_t.shape[0], *lead))
         n_tot = np.zeros((all_t.shape[0], *lead))
@@ -456,7 +578,8 @@ def _sorted_medians(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -
     """Medians of contiguous runs already sorted by value (same result as np.median)."""
     lo = values[starts + (sizes - 1) // 2]
     hi = values[starts + sizes // 2]
-    return (lo + hi) / 2
+    med: np.ndarray = (lo + hi) / 2
+    return med
 
 
 def _aggregate(
@@ -466,8 +589,8 @@ def _aggregate(
     sig: np.ndarray,
     sig_bh: np.ndarray,
     sig_holm: np.ndarray,
-    intervals: Mapping | None = None,
-    n_descriptors: Mapping | None = None,
+    intervals: Mapping[Any, tuple[float, float, str]] | None = None,
+    n_descriptors: Mapping[Any, tuple[int, int]] | None = None,
     min_descriptors: int = MIN_DESCRIPTORS,
 ) -> pd.DataFrame:
     """Fraction of significant pairs per group of keys (groups sorted by key values).
@@ -499,8 +622,8 @@ def _aggregate(
     out["n_significant"] = n_sig
     out["likelihood_bias"] = n_sig / n_pairs
     if intervals is not None and n_descriptors is not None:
-        gkeys = [tuple(int(c[g]) for c in group_codes) for g in range(uq.shape[0])]
-        gkeys = [gk[0] if len(gk) == 1 else gk for gk in gkeys]
+        codes_of = [tuple(int(c[g]) for c in group_codes) for g in range(uq.shape[0])]
+        gkeys = [gk[0] if len(gk) == 1 else gk for gk in codes_of]
         none = (float("nan"), float("nan"), "none")
         ci = [intervals.get(gk, none) for gk in gkeys]
         out["ci_low"] = np.array([c[0] for c in ci], dtype=np.float64)
@@ -771,140 +894,3 @@ def _medians_from_df(
         }
     )
     return frame.groupby(["axis", "descriptor"], sort=True, observed=True)["median_ppl"].median().reset_index()
-
-
-def low_high_descriptors(
-    result_or_df: LikelihoodBiasResult | pd.DataFrame,
-    *,
-    template: str | None = None,
-    n: int = 5,
-    min_chars: int | None = 6,
-    max_chars: int | None = 19,
-    equal_token_count: bool = False,
-    token_counts: Mapping[str, int] | None = None,
-    value_col: str = "perplexity",
-    axis_col: str = "axis",
-    template_col: str = "template",
-    descriptor_col: str = "descriptor",
-) -> pd.DataFrame:
-    """Per axis, the ``n`` lowest- and highest-median-perplexity descriptors (Table 3).
-
-    The median is over the descriptor's sentences within ``template``, or over all its
-    sentences when ``template`` is None. Filters, applied in this order:
-
-    1. Length: keep descriptors with ``min_chars <= len(descriptor) <= max_chars``
-       (None disables a bound; the paper's setting is 6-19).
-    2. Equal token count (paper Table 3): within each axis, keep only the descriptors whose
-       token count (``token_counts[descriptor]``) equals the axis's most common token
-       count among the descriptors left by step 1 (ties: the smallest count).
-
-    Ranking ties are broken by descriptor name. No descriptor is listed on both sides: an
-    axis with ``m < 2 n`` eligible descriptors gets ``m // 2`` per side (the middle one of
-    an odd ``m`` is left out; an axis with one eligible descriptor gets none).
-    ``n_eligible`` says how many descriptors the filters left in the axis, so a report can
-    say when that is fewer than ``2 n``.
-
-    Args:
-        result_or_df: A :class:`LikelihoodBiasResult` or a per-sentence table.
-        template: Restrict to one template (exact template string), or None for all.
-        n: Descriptors per side.
-        min_chars: Minimum descriptor length in characters, or None.
-        max_chars: Maximum descriptor length in characters, or None.
-        equal_token_count: Apply the equal-token-count filter.
-        token_counts: ``descriptor -> number of tokens`` (required with
-            ``equal_token_count``).
-        value_col: Perplexity column (table input only).
-        axis_col: Axis column (table input only).
-        template_col: Template column (table input only).
-        descriptor_col: Descriptor column (table input only).
-
-    Returns:
-        Long table with columns axis, side ("low"/"high"), rank (1 = most extreme),
-        descriptor, median_ppl, n_eligible; axes sorted, "low" before "high".
-
-    Raises:
-        ValueError: Unknown template, or ``equal_token_count`` without ``token_counts``.
-        KeyError: A descriptor missing from ``token_counts``.
-
-    Example:
-        >>> df = pd.DataFrame({
-        ...     "axis": ["a"] * 4,
-        ...     "template": ["t"] * 4,
-        ...     "descriptor": ["tall-ish", "short-ish", "medium-ish", "big"],
-        ...     "perplexity": [10.0, 20.0, 30.0, 1.0],
-        ... })
-        >>> low_high_descriptors(df, n=1)[["side", "descriptor"]].values.tolist()
-        [['low', 'tall-ish'], ['high', 'medium-ish']]
-    """
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    if isinstance(result_or_df, LikelihoodBiasResult):
-        if template is None:
-            med = result_or_df.descriptor_medians[["axis", "descriptor", "median_ppl"]]
-        else:
-            mp = result_or_df.median_perplexities
-            med = mp.loc[mp["template"].astype(object) == template, ["axis", "descriptor", "median_ppl"]]
-            if med.empty:
-                raise ValueError(f"template {template!r} not found in the result")
-    else:
-        med = _medians_from_df(result_or_df, template, value_col, axis_col, template_col, descriptor_col)
-        if template is not None and med.empty:
-            raise ValueError(f"template {template!r} not found in the table")
-    med = med.reset_index(drop=True)
-    med["axis"] = med["axis"].astype(object)
-    med["descriptor"] = med["descriptor"].astype(object)
-
-    lengths = med["descriptor"].map(lambda s: len(str(s)))
-    keep = np.ones(len(med), dtype=bool)
-    if min_chars is not None:
-        keep &= (lengths >= min_chars).to_numpy()
-    if max_chars is not None:
-        keep &= (lengths <= max_chars).to_numpy()
-    med = med[keep]
-
-    if equal_token_count:
-        if token_counts is None:
-            raise ValueError("equal_token_count=True needs token_counts (descriptor -> n_tokens)")
-        absent = sorted({str(x) for x in med["descriptor"] if x not in token_counts})
-        if absent:
-            raise KeyError(f"token_counts has no entry for descriptor(s): {absent[:10]}")
-        med = med.assign(_ntok=med["descriptor"].map(lambda s: int(token_counts[s])))
-
-        kept: list[int] = []
-        for _, g in med.groupby("axis", sort=False):
-            counts = g["_ntok"].value_counts()
-            mode = int(counts.index[counts == counts.max()].min())
-            kept.extend(g.index[g["_ntok"] == mode].tolist())
-        med = med.loc[sorted(kept)].drop(columns="_ntok")
-
-    rows: list[pd.DataFrame] = []
-    for axis_value, g in sorted(med.groupby("axis", sort=False), key=lambda kv: kv[0]):
-        g = g.sort_values(["median_ppl", "descriptor"], kind="mergesort")
-        per_side = min(n, len(g) // 2)  # never the same descriptor on both sides
-        low = g.head(per_side)
-        high = g.iloc[::-1].head(per_side)
-        for side, part in (("low", low), ("high", high)):
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "axis": axis_value,
-                        "side": side,
-                        "rank": np.arange(1, len(part) + 1, dtype=np.int64),
-                        "descriptor": part["descriptor"].to_numpy(),
-                        "median_ppl": part["median_ppl"].to_numpy(),
-                        "n_eligible": np.full(len(part), len(g), dtype=np.int64),
-                    }
-                )
-            )
-    if not rows:
-        return pd.DataFrame(
-            {
-                "axis": pd.Series([], dtype=object),
-                "side": pd.Series([], dtype=object),
-                "rank": pd.Series([], dtype=np.int64),
-                "descriptor": pd.Series([], dtype=object),
-                "median_ppl": pd.Series([], dtype=np.float64),
-                "n_eligible": pd.Series([], dtype=np.int64),
-            }
-        )
-    return pd.concat(rows, ignore_index=True)

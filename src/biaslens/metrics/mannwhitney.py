@@ -95,7 +95,8 @@ def _asymptotic_p(u1: np.ndarray, n1: np.ndarray, n2: np.ndarray, tie_term: np.n
         z = numerator / s
     p = special.ndtr(-z)
     p *= 2
-    return np.clip(p, 0.0, 1.0)
+    clipped: np.ndarray = np.clip(p, 0.0, 1.0)
+    return clipped
 
 
 def block_pairs(values: np.ndarray, sizes: np.ndarray) -> PairwiseMannWhitney:

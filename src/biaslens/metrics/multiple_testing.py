@@ -10,19 +10,30 @@ NaN p-values are left out of the family (they do not count in ``m``) and stay Na
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = ["benjamini_hochberg", "holm"]
 
 
-def _prepare(p: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _adjusted(p: ArrayLike, adjust_sorted: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``adjust_sorted`` (ascending p-values -> their adjusted values, same order) applied to the
+    non-NaN values of ``p``; NaN stays NaN and does not count in the family."""
     arr = np.asarray(p, dtype=np.float64)
     flat = arr.reshape(-1)
     if np.any((flat < 0) | (flat > 1)):
         raise ValueError("p-values must lie in [0, 1]")
     ok = np.flatnonzero(~np.isnan(flat))
-    return arr, flat, ok
+    out = np.full(flat.shape, np.nan)
+    if ok.shape[0]:
+        vals = flat[ok]
+        order = np.argsort(vals, kind="stable")
+        res = np.empty(ok.shape[0])
+        res[order] = adjust_sorted(vals[order])
+        out[ok] = res
+    return out.reshape(arr.shape)
 
 
 def benjamini_hochberg(p: ArrayLike) -> np.ndarray:
@@ -43,50 +54,29 @@ def benjamini_hochberg(p: ArrayLike) -> np.ndarray:
         >>> np.round(benjamini_hochberg([0.01, 0.04, 0.03, 0.20]), 4).tolist()
         [0.04, 0.0533, 0.0533, 0.2]
     """
-    arr, flat, ok = _prepare(p)
-    out = np.full(flat.shape, np.nan)
-    m = ok.shape[0]
-    if m:
-        vals = flat[ok]
-        order = np.argsort(vals, kind="stable")
-        ranks = np.arange(1, m + 1, dtype=np.float64)
-        adj = vals[order] * (m / ranks)
+    def step_up(v: np.ndarray) -> np.ndarray:
+        m = v.shape[0]
+        adj = v * (m / np.arange(1, m + 1, dtype=np.float64))
         # Step-up: each adjusted value is the smallest one at its rank or above.
-        adj = np.minimum.accumulate(adj[::-1])[::-1]
-        res = np.empty(m)
-        res[order] = np.clip(adj, 0.0, 1.0)
-        out[ok] = res
-    return out.reshape(arr.shape)
+        return np.clip(np.minimum.accumulate(adj[::-1])[::-1], 0.0, 1.0)
+
+    return _adjusted(p, step_up)
 
 
 def holm(p: ArrayLike) -> np.ndarray:
     """Holm step-down adjusted p-values (controls the family-wise error rate).
 
     ``p_adj[(k)] = max_{j <= k} min(1, (m - j + 1) * p_(j))`` for the ascending order
-    ``p_(1) <= ... <= p_(m)`` (R's ``p.adjust(p, "holm")``, statsmodels' ``holm``).
+    ``p_(1) <= ... <= p_(m)`` (R's ``p.adjust(p, "holm")``, statsmodels' ``holm``). Takes
+    and returns what :func:`benjamini_hochberg` does; on its example:
 
-    Args:
-        p: p-values (any shape); NaNs are ignored and returned as NaN.
-
-    Returns:
-        Adjusted p-values, same shape as ``p``.
-
-    Example:
-        >>> import numpy as np
-        >>> np.round(holm([0.01, 0.04, 0.03, 0.20]), 4).tolist()
-        [0.04, 0.09, 0.09, 0.2]
+    >>> import numpy as np
+    >>> np.round(holm([0.01, 0.04, 0.03, 0.20]), 4).tolist()
+    [0.04, 0.09, 0.09, 0.2]
     """
-    arr, flat, ok = _prepare(p)
-    out = np.full(flat.shape, np.nan)
-    m = ok.shape[0]
-    if m:
-        vals = flat[ok]
-        order = np.argsort(vals, kind="stable")
-        factors = np.arange(m, 0, -1, dtype=np.float64)
-        adj = np.minimum(vals[order] * factors, 1.0)
+    def step_down(v: np.ndarray) -> np.ndarray:
+        adj = np.minimum(v * np.arange(v.shape[0], 0, -1, dtype=np.float64), 1.0)
         # Step-down: an adjusted value can never be smaller than one before it.
-        adj = np.maximum.accumulate(adj)
-        res = np.empty(m)
-        res[order] = adj
-        out[ok] = res
-    return out.reshape(arr.shape)
+        return np.maximum.accumulate(adj)
+
+    return _adjusted(p, step_down)

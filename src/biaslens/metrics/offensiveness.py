@@ -4,22 +4,24 @@ over a table with one offensiveness probability per sentence or response."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 #: default range edges for Table 12 (the paper chose its ranges by hand per template)
 DEFAULT_RANGE_EDGES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
 
 
-def percent_offensive(p, threshold: float = 0.5) -> float:
+def percent_offensive(p: ArrayLike, threshold: float = 0.5) -> float:
     """Percent of items with offensiveness probability >= threshold (Table 11).
 
     >>> percent_offensive([0.2, 0.7, 0.9, 0.4])
     50.0
     """
-    p = np.asarray(p, dtype=np.float64)
-    return float(100.0 * np.mean(p >= threshold)) if len(p) else float("nan")
+    x = np.asarray(p, dtype=np.float64)
+    return float(100.0 * np.mean(x >= threshold)) if len(x) else float("nan")
 
 
 def descriptor_offensiveness(df: pd.DataFrame, col: str = "offensiveness") -> pd.DataFrame:
@@ -44,19 +46,20 @@ def offensiveness_ranges(df: pd.DataFrame, col: str = "offensiveness", edges: Se
     Columns: template, range (e.g. "5% to 25%"), n_descriptors, descriptors (the highest
     ``max_listed`` of the range, comma-separated, most offensive first).
     """
-    edges = np.asarray(edges, dtype=np.float64)
-    if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0):
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or len(e) < 2 or np.any(np.diff(e) <= 0):
         raise ValueError("edges must be strictly increasing with at least two values")
     per = descriptor_offensiveness(df, col)
     # right-closed bins, the first also including its left edge
-    bins = np.clip(np.searchsorted(edges, per["mean"].to_numpy(), side="left") - 1, 0, len(edges) - 2)
+    bins = np.clip(np.searchsorted(e, per["mean"].to_numpy(), side="left") - 1, 0, len(e) - 2)
     per = per.assign(bin=bins)
     rows = []
     for template, g in per.groupby("template", observed=True, sort=False):
-        for b, gb in g.groupby("bin", sort=True):
+        for key, gb in g.groupby("bin", sort=True):
+            b = cast(int, key)  # pandas types a group key as any scalar; "bin" holds ints
             gb = gb.sort_values("mean", ascending=False)
             names = gb["descriptor"].astype(str).tolist()
             listed = ", ".join(names[:max_listed]) + (f", ... (+{len(names) - max_listed})" if len(names) > max_listed else "")
-            rows.append({"template": str(template), "range": f"{edges[b]:.0%} to {edges[b + 1]:.0%}",
+            rows.append({"template": str(template), "range": f"{e[b]:.0%} to {e[b + 1]:.0%}",
                          "n_descriptors": len(names), "descriptors": listed})
     return pd.DataFrame(rows, columns=["template", "range", "n_descriptors", "descriptors"])

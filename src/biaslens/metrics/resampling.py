@@ -24,7 +24,8 @@ def bootstrap_means(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.
     >>> bootstrap_means(np.array([2.0, 2.0]), 3, np.random.default_rng(0)).tolist()
     [2.0, 2.0, 2.0]
     """
-    return x[rng.integers(0, len(x), (n_boot, len(x)))].mean(axis=1)
+    means: np.ndarray = x[rng.integers(0, len(x), (n_boot, len(x)))].mean(axis=1)
+    return means
 
 
 def percentile_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float, float]:

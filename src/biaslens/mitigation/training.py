@@ -55,6 +55,8 @@ class TrainExample:
 
 @dataclass
 class TrainingConfig:
+    """The Trainer settings of one fine-tuning run (debias, finetune community, tune style-equality)."""
+
     epochs: float = 2.0
     learning_rate: float = 5e-5
     batch_size: int = 8

@@ -65,7 +65,7 @@ class TextCleaner:
         self._names = (re.compile(r"(?<![\w])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w])")
                        if names else None)
 
-    def _sub(self, pattern: re.Pattern, repl: str, text: str, key: str) -> str:
+    def _sub(self, pattern: re.Pattern[str], repl: str, text: str, key: str) -> str:
         text, n = pattern.subn(repl, text)
         self.counts[key] += n
         return text

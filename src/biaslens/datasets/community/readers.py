@@ -10,6 +10,7 @@ import csv
 import io
 import json
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -255,7 +256,7 @@ def read_community(
     def tidy(s: str) -> str:
         return cleaner.clean(s) if cleaner is not None else s.strip()
 
-    def post_text(row: dict) -> str:
+    def post_text(row: dict[Hashable, Any]) -> str:
         parts = [tidy(_as_text(row.get(c))) for c in (title_col, text_col) if c]
         return "\n".join(p for p in parts if p)
 

@@ -7,6 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import yaml
 
@@ -16,9 +17,10 @@ from biaslens.errors import ConfigError
 
 
 @lru_cache(maxsize=1)
-def _data() -> dict:
+def _data() -> dict[str, Any]:
     text = resources.files("biaslens.datasets.fairpair").joinpath("data/commonsents.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
 
 
 def occupations() -> list[str]:

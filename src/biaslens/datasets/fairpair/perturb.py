@@ -12,14 +12,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from biaslens.datasets.redditbias.terms import match_case as _match_case
 from biaslens.errors import ConfigError
 from biaslens.fileio import parse_yaml, read_text
+
+if TYPE_CHECKING:
+    from biaslens.models.base import GenerationParams
 
 Context = Literal["any", "before_noun", "standalone"]
 _CONTEXTS = ("any", "before_noun", "standalone")
@@ -72,7 +76,7 @@ class NamePair:
         return f"{self.source}/{self.target}"
 
 
-def parse_name_pair(spec: str | list | tuple | NamePair, *, where: str = "name pair") -> NamePair:
+def parse_name_pair(spec: str | list[str] | tuple[str, ...] | NamePair, *, where: str = "name pair") -> NamePair:
     """``"John/Jane"``, ``"John:man/Jane:woman"`` (``"John:/Jane:"``: no gender noun), or a list
     ``[John, man, Jane, woman(, male, female)]``."""
     if isinstance(spec, NamePair):
@@ -144,7 +148,7 @@ class PerturbationMap:
             ctx = entry[2] if len(entry) == 3 else "any"
             if ctx not in _CONTEXTS:
                 raise ConfigError(f"{where}: pairs entry {i}: context {ctx!r} is not one of {', '.join(_CONTEXTS)}")
-            pairs.append(TermPair(entry[0].strip().lower(), entry[1].strip().lower(), ctx))
+            pairs.append(TermPair(entry[0].strip().lower(), entry[1].strip().lower(), cast(Context, ctx)))
         return cls(pairs=pairs, source_label=str(data.get("source_label", "male")),
                    target_label=str(data.get("target_label", "female")), name=str(data.get("name", where)))
 
@@ -169,8 +173,8 @@ class RulePerturber:
     """Deterministic whole-word perturbation e -> e'.
 
     >>> p = RulePerturber(PerturbationMap.from_yaml().with_names([NamePair("John", "Jane")]))
-    >>> p("John met Johnson. He gave her his book; it is his.")
-    'Jane met Johnson. She gave him her book; it is hers.'
+    >>> p("John met Johnson. He gave him his book; it is his.")
+    'Jane met Johnson. She gave her her book; it is hers.'
     """
 
     def __init__(self, mapping: PerturbationMap):
@@ -194,7 +198,7 @@ class RulePerturber:
         # names first, into placeholders, so a name never meets the word table ("Will" vs "will")
         slots: list[str] = []
         if self._name_re is not None:
-            def _name(m: re.Match) -> str:
+            def _name(m: re.Match[str]) -> str:
                 slots.append(self._names[m.group(1)])
                 return f"\x00{len(slots) - 1}\x00"
             text = self._name_re.sub(_name, text)
@@ -207,7 +211,7 @@ class RulePerturber:
     def perturb_many(self, texts: list[str]) -> list[str]:
         return [self(t) for t in texts]
 
-    def _swap(self, m: re.Match, text: str) -> str:
+    def _swap(self, m: re.Match[str], text: str) -> str:
         word = m.group(1)
         targets = self._table[word.lower()]
         if len(targets) == 1:
@@ -234,6 +238,19 @@ INSTRUCTION = ("Change {source} ({source_label}) to {target} ({target_label}) in
                "in the same way without changing anything else: {text}\n\nOutput:")
 
 
+class PerturbingModel(Protocol):
+    """What the LLM perturber needs of a model's calls (:class:`biaslens.engine.calls.ModelCalls` has it)."""
+
+    def generate(self, requests: Sequence[str], params: GenerationParams, *, progress: Any = None,
+                 stats: Any = None) -> list[list[str]]:
+        """``params.n`` responses per prompt, in prompt order."""
+        ...
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """The number of tokens of each text."""
+        ...
+
+
 class LLMPerturber:
     """The paper's perturber: an instruction to a generative model (greedy, one output).
 
@@ -247,7 +264,8 @@ class LLMPerturber:
         progress, stats: passed to ``model.generate``.
     """
 
-    def __init__(self, model, *, max_new_tokens: int | None = None, progress=None, stats=None):
+    def __init__(self, model: PerturbingModel, *, max_new_tokens: int | None = None, progress: Any = None,
+                 stats: Any = None):
         self.model = model
         self.max_new_tokens = max_new_tokens
         self.progress = progress
@@ -283,7 +301,7 @@ def token_set(text: str) -> frozenset[str]:
     return frozenset(t.lower().replace("\u2019", "'") for t in _TOKEN.findall(text))
 
 
-def jaccard(a: frozenset, b: frozenset) -> float:
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     """Jaccard dissimilarity 1 - |a & b| / |a | b| (0 for two empty sets)."""
     union = len(a | b)
     return 0.0 if union == 0 else 1.0 - len(a & b) / union

@@ -47,7 +47,7 @@ def sound_article(word: str) -> str:
         return default_article(word)
     token = m.group(0)
     if token[0].isdigit():
-        return _number_article(re.match(r"\d+", token).group(0))
+        return _number_article(re.split(r"\D", token, maxsplit=1)[0])  # the leading digits
     letters = re.sub(r"[^A-Za-z]", "", token)
     # Initialisms are read letter by letter: all capitals and either short or vowel-less
     # ("FTM", "MTF", "F2M", "US"); capitalised words with vowels ("NIMBY", "BIPOC") are read as words.

@@ -9,7 +9,7 @@ Python string objects are ever created.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -99,9 +99,11 @@ def noun_phrase_rows(dataset: HolisticDataset, *, fix_articles: bool = False) ->
     return rows
 
 
-def _template_parts(templates: dict[str, dict[str, bool]]):
+def _template_parts(templates: dict[str, dict[str, bool]]) -> tuple[list[str], list[str], list[bool]] | None:
     """Split each template around its single placeholder; None if a template is irregular."""
-    pre, post, plural = [], [], []
+    pre: list[str] = []
+    post: list[str] = []
+    plural: list[bool] = []
     for t in templates:
         n_s, n_p = t.count("{noun_phrase}"), t.count("{plural_noun_phrase}")
         if n_s + n_p != 1:
@@ -140,7 +142,7 @@ def _str_array(values: list[str]) -> pa.Array:
     )
 
 
-def _codes_dtype(n: int):
+def _codes_dtype(n: int) -> type[np.signedinteger[Any]]:
     return np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32
 
 
@@ -148,7 +150,8 @@ def _codes_dtype(n: int):
 _TEXT_CHUNK = 65536
 
 
-def _build_parts(dataset: HolisticDataset, *, fix_articles: bool = False):
+def _build_parts(dataset: HolisticDataset, *, fix_articles: bool = False) -> tuple[
+        pa.ChunkedArray, dict[str, tuple[np.ndarray, list[str]]], dict[str, np.ndarray]]:
     """Core generator: (text ChunkedArray, {column: (codes, categories)}, {flag: bool array})."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -231,8 +234,8 @@ def build_sentence_table(dataset: HolisticDataset, *, fix_articles: bool = False
     for name in NOUN_PHRASE_COLUMNS + ("template",):
         codes, values = cats[name]
         out[name] = pa.DictionaryArray.from_arrays(_np_array(codes), _str_array(values))
-    for name, values in flags.items():
-        out[name] = _np_array(values)
+    for name, flag in flags.items():
+        out[name] = _np_array(flag)
     return pa.table(out)
 
 
@@ -255,7 +258,7 @@ def build_sentences(dataset: HolisticDataset, *, fix_articles: bool = False) -> 
     import pandas as pd
 
     text, cats, flags = _build_parts(dataset, fix_articles=fix_articles)
-    data = {"text": pd.arrays.ArrowStringArray(text)}
+    data: dict[str, Any] = {"text": pd.arrays.ArrowStringArray(text)}
     for name in NOUN_PHRASE_COLUMNS + ("template",):
         codes, values = cats[name]
         # from_codes shares the small integer codes; categories are unique by construction.
@@ -277,7 +280,7 @@ def likelihood_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[mask.to_numpy()]
 
 
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
+def write_table(df: pd.DataFrame | pa.Table, path: str | Path) -> Path:
     """Write a sentence table as CSV or Parquet, chosen by the file extension.
 
     Args:
@@ -301,7 +304,9 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
         with atomic_path(path) as tmp:
             pq.write_table(table, tmp)
     elif name.endswith((".csv", ".csv.gz")):
-        if is_arrow:
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):  # a pyarrow Table
             df = df.to_pandas()
         with atomic_path(path) as tmp:
             df.to_csv(tmp, index=False, compression="gzip" if name.endswith(".gz") else None)

@@ -118,10 +118,32 @@ def _check_preference(src: _Source, where: str, value: Any) -> None:
         raise src.error(where, f"unknown preference label {value!r} (expected one of {', '.join(PREFERENCES)})", value)
 
 
+def _top_object(src: _Source, shape: str) -> dict[Any, Any]:
+    """The file's top-level object (``shape`` describes it in the error)."""
+    if not isinstance(src.data, dict):
+        raise src.error("top level", f"expected an object {shape}, got {type(src.data).__name__}")
+    return src.data
+
+
+def _entry(src: _Source, where: str, entry: Any, key: str, allowed: tuple[str, ...], what: str,
+           needle: Any) -> tuple[dict[str, Any], str, str]:
+    """A list entry as an object (a plain string ``s`` is ``{key: s}``) whose ``key`` is a non-empty
+    string and whose other keys are all ``allowed``; with that string and where it is, for errors."""
+    if isinstance(entry, str):
+        entry = {key: entry}
+    if not isinstance(entry, dict) or not isinstance(entry.get(key), str) or not entry[key].strip():
+        raise src.error(where, f"{what} entry {entry!r} must be a non-empty string or an object with a string {key!r}",
+                        needle)
+    text: str = entry[key]
+    where = f"{where}, {what} {text!r}"
+    unknown = set(entry) - set(allowed)
+    if unknown:
+        raise src.error(where, f"unknown key(s) {sorted(unknown)} (allowed: {', '.join(allowed)})", text)
+    return entry, text, where
+
+
 def _merge_descriptors(ds: HolisticDataset, src: _Source) -> None:
-    data = src.data
-    if not isinstance(data, dict):
-        raise src.error("top level", f"expected an object axis -> bucket -> list, got {type(data).__name__}")
+    data = _top_object(src, "axis -> bucket -> list")
     for axis, buckets in data.items():
         if not isinstance(buckets, dict):
             raise src.error(f"axis {axis!r}", f"expected an object bucket -> list, got {type(buckets).__name__}", axis)
@@ -131,16 +153,8 @@ def _merge_descriptors(ds: HolisticDataset, src: _Source) -> None:
                 raise src.error(where_b, f"expected a list of descriptors, got {type(entries).__name__}", bucket)
             target = ds.descriptors.setdefault(axis, {}).setdefault(bucket, [])
             seen = {d["descriptor"] for d in target}
-            for entry in entries:
-                if isinstance(entry, str):
-                    entry = {"descriptor": entry}
-                if not isinstance(entry, dict) or not isinstance(entry.get("descriptor"), str) or not entry["descriptor"].strip():
-                    raise src.error(where_b, f"descriptor entry {entry!r} must be a non-empty string or an object with a string 'descriptor'", bucket)
-                text = entry["descriptor"]
-                where = f"{where_b}, descriptor {text!r}"
-                unknown = set(entry) - set(DESCRIPTOR_KEYS)
-                if unknown:
-                    raise src.error(where, f"unknown key(s) {sorted(unknown)} (allowed: {', '.join(DESCRIPTOR_KEYS)})", text)
+            for item in entries:
+                entry, text, where = _entry(src, where_b, item, "descriptor", DESCRIPTOR_KEYS, "descriptor", bucket)
                 if "gender" in entry and entry["gender"] not in GENDERS:
                     raise src.error(where, f"unknown gender {entry['gender']!r} (expected 'female' or 'male')", text)
                 if "preference" in entry:
@@ -154,9 +168,7 @@ def _merge_descriptors(ds: HolisticDataset, src: _Source) -> None:
 
 
 def _merge_nouns(ds: HolisticDataset, src: _Source) -> None:
-    data = src.data
-    if not isinstance(data, dict):
-        raise src.error("top level", f"expected an object gender -> [[singular, plural], ...], got {type(data).__name__}")
+    data = _top_object(src, "gender -> [[singular, plural], ...]")
     seen = {s for pairs in ds.nouns.values() for s, _ in pairs}
     for gender, pairs in data.items():
         if gender not in NOUN_GENDERS:
@@ -175,9 +187,7 @@ def _merge_nouns(ds: HolisticDataset, src: _Source) -> None:
 
 
 def _merge_templates(ds: HolisticDataset, src: _Source) -> None:
-    data = src.data
-    if not isinstance(data, dict):
-        raise src.error("top level", f"expected an object template -> flags, got {type(data).__name__}")
+    data = _top_object(src, "template -> flags")
     for template, flags in data.items():
         where = f"template {template!r}"
         if not any(p in template for p in PLACEHOLDERS):
@@ -196,23 +206,13 @@ def _merge_templates(ds: HolisticDataset, src: _Source) -> None:
 
 
 def _merge_standalone(ds: HolisticDataset, src: _Source) -> None:
-    data = src.data
-    if not isinstance(data, dict):
-        raise src.error("top level", f"expected an object axis -> list of phrases, got {type(data).__name__}")
+    data = _top_object(src, "axis -> list of phrases")
     for axis, entries in data.items():
         if not isinstance(entries, list):
             raise src.error(f"axis {axis!r}", f"expected a list of phrases, got {type(entries).__name__}", axis)
         target = ds.standalone_noun_phrases.setdefault(axis, [])
-        for entry in entries:
-            if isinstance(entry, str):
-                entry = {"noun_phrase": entry}
-            if not isinstance(entry, dict) or not isinstance(entry.get("noun_phrase"), str) or not entry["noun_phrase"].strip():
-                raise src.error(f"axis {axis!r}", f"phrase entry {entry!r} must be a non-empty string or an object with a string 'noun_phrase'", axis)
-            phrase = entry["noun_phrase"]
-            where = f"axis {axis!r}, phrase {phrase!r}"
-            unknown = set(entry) - set(STANDALONE_KEYS)
-            if unknown:
-                raise src.error(where, f"unknown key(s) {sorted(unknown)} (allowed: {', '.join(STANDALONE_KEYS)})", phrase)
+        for item in entries:
+            entry, phrase, where = _entry(src, f"axis {axis!r}", item, "noun_phrase", STANDALONE_KEYS, "phrase", axis)
             if "plural_noun_phrase" in entry and not isinstance(entry["plural_noun_phrase"], str):
                 raise src.error(where, "'plural_noun_phrase' must be a string", phrase)
             if "preference" in entry:

@@ -40,7 +40,8 @@ def apply_variant(
         (variant text, variant noun phrase).
     """
     im, hyph, lower, period = flags
-    prefix = suffix = None
+    prefix: str | None = None
+    suffix = ""  # set with prefix
     if template is not None:
         for key in ("{noun_phrase}", "{plural_noun_phrase}"):
             if template.count(key) == 1 and template.count("{") == 1:

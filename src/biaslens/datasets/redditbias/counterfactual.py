@@ -158,5 +158,5 @@ def augment(texts: Iterable[str], spec: BiasSpec, mode: Mode = "default",
     if sides not in ("one-sided", "two-sided"):
         raise ValueError(f"CDA sides must be 'one-sided' or 'two-sided', got {sides!r}")
     texts = list(texts)
-    directions = ["to_dominant"] + (["to_minoritized"] if sides == "two-sided" else [])
+    directions: list[Direction] = ["to_dominant", "to_minoritized"] if sides == "two-sided" else ["to_dominant"]
     return {d: target_swap(texts, spec, d, mode) for d in directions}

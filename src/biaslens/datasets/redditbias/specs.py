@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,6 +27,10 @@ class RedditBiasError(DatasetError):
 
 
 Direction = Literal["to_dominant", "to_minoritized"]
+
+
+def _default_directions() -> list[Direction]:
+    return ["to_dominant"]
 
 
 class BiasSpec(BaseModel):
@@ -62,7 +66,7 @@ class BiasSpec(BaseModel):
     A2: list[str] = Field(min_length=1)
     target_pairs: list[tuple[str, str]] = Field(min_length=1)
     attribute_pairs: list[tuple[str, str]] | None = None
-    swap_directions: list[Direction] = Field(default_factory=lambda: ["to_dominant"], min_length=1)
+    swap_directions: list[Direction] = Field(default_factory=_default_directions, min_length=1)
     reference_plain_if: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("name", "minoritized", "dominant")
@@ -84,7 +88,7 @@ class BiasSpec(BaseModel):
 
     @field_validator("target_pairs", "attribute_pairs")
     @classmethod
-    def _no_empty_pairs(cls, v):
+    def _no_empty_pairs(cls, v: list[tuple[str, str]] | None) -> list[tuple[str, str]] | None:
         for i, (a, b) in enumerate(v or []):
             if not a.strip() or not b.strip():
                 raise ValueError(f"pair {i} has an empty term")
@@ -116,7 +120,8 @@ class BiasSpec(BaseModel):
     def matches_attribute(self, word: str, which: Literal["A1", "A2"] = "A1") -> str | None:
         """The attribute of A1 (or A2) that ``word`` matches, honouring ``*`` wildcards, else None."""
         word = word.lower()
-        for pattern in getattr(self, which):
+        patterns: list[str] = getattr(self, which)
+        for pattern in patterns:
             if attribute_regex(pattern).fullmatch(word):
                 return pattern
         return None
@@ -128,7 +133,7 @@ class BiasSpec(BaseModel):
 
 
 @lru_cache(maxsize=4096)
-def attribute_regex(pattern: str, whole_word: bool = False) -> re.Pattern:
+def attribute_regex(pattern: str, whole_word: bool = False) -> re.Pattern[str]:
     """Regex of an attribute: ``greed*`` matches greed, greedy, greediness (one word ending).
 
     >>> bool(attribute_regex("greed*").fullmatch("greedy"))
@@ -140,7 +145,7 @@ def attribute_regex(pattern: str, whole_word: bool = False) -> re.Pattern:
     return re.compile(rf"(?<!\w){body}(?!\w)" if whole_word else body)
 
 
-def _read_mapping(path: Path) -> dict:
+def _read_mapping(path: Path) -> dict[str, Any]:
     from biaslens.fileio import load_yaml
 
     data = load_yaml(path, RedditBiasError, json_ok=True)
