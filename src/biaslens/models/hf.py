@@ -136,11 +136,13 @@ def gpu_generate_rows(config, free_bytes: int, most: int, bytes_per_value: int, 
     """Rows per generation batch on a GPU: as many as ``most`` while the key/value cache of
     ``tokens_per_row`` tokens each (prompt and response) takes at most a quarter of the free
     memory, and never fewer than 8 (a 7B model in bf16 has 0.5 MB of cache per token)."""
-    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 32)
-    heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 32)
-    hidden = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 4096)
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    def field(*names: str, default: int) -> int:  # config names differ across architectures
+        return next((int(v) for v in (getattr(config, n, None) for n in names) if v), default)
+
+    layers = field("num_hidden_layers", "n_layer", default=32)
+    heads = field("num_attention_heads", "n_head", default=32)
+    kv_heads = field("num_key_value_heads", default=heads)
+    head_dim = field("head_dim", default=field("hidden_size", "n_embd", default=4096) // heads)
     per_row = 2 * layers * kv_heads * head_dim * bytes_per_value * tokens_per_row
     return max(8, min(most, int(free_bytes // 4 // per_row)))
 
