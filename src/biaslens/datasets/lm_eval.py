@@ -177,9 +177,15 @@ def _scored_text(args: Any) -> str | None:
 
 
 def _loglikelihood(resp: Any) -> float | None:
-    """lm-eval logs a rolling log-likelihood as a number, [number] or [[number]]."""
+    """lm-eval logs a rolling log-likelihood as a number, [number] or [[number]]; its file
+    writer (--log_samples) turns the number into a string: "-37.93"."""
     while isinstance(resp, list) and len(resp) == 1:
         resp = resp[0]
+    if isinstance(resp, str):
+        try:
+            return float(resp)
+        except ValueError:
+            return None
     if isinstance(resp, bool) or not isinstance(resp, (int, float)):
         return None
     return float(resp)
@@ -236,8 +242,8 @@ def lm_eval_run_info(samples_path: str | Path) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise LmEvalSamplesError(f"{results}: unreadable lm-eval results file ({e})") from None
     cfg = data.get("config") or {}
-    args = str(cfg.get("model_args") or "")
-    kv = dict(p.split("=", 1) for p in args.split(",") if "=" in p)
+    kv = _model_args(cfg.get("model_args"))
+    args = ",".join(f"{k}={v}" for k, v in kv.items())
     prefix = kv.get("prefix_token_id")
 
     def token(key):  # lm-eval logs [token, "id"]
@@ -245,8 +251,23 @@ def lm_eval_run_info(samples_path: str | Path) -> dict[str, Any]:
         return (str(v[0]), int(v[1])) if isinstance(v, list) and len(v) == 2 and v[1] not in (None, "None") else None
 
     return {"results_file": str(results), "model": cfg.get("model"), "model_args": args,
-            "pretrained": kv.get("pretrained"), "model_dtype": cfg.get("model_dtype"),
+            "pretrained": None if kv.get("pretrained") is None else str(kv["pretrained"]), "model_dtype": cfg.get("model_dtype"),
             "lm_eval_version": data.get("lm_eval_version"), "limit": cfg.get("limit"),
             "prefix_token_id": int(prefix) if prefix not in (None, "", "None") else None,
-            "add_bos_token": kv.get("add_bos_token"),
+            "add_bos_token": None if kv.get("add_bos_token") is None else str(kv["add_bos_token"]),
             "bos": token("tokenizer_bos_token"), "eos": token("tokenizer_eos_token")}
+
+
+def _model_args(args: Any) -> dict[str, Any]:
+    """lm-eval's ``config.model_args``: a mapping, its Python repr (the CLI writes
+    "{'pretrained': ..., 'prefix_token_id': 0}") or the "key=value,key=value" string."""
+    import ast
+
+    if isinstance(args, str) and args.strip().startswith("{"):
+        try:
+            args = ast.literal_eval(args)
+        except (ValueError, SyntaxError):
+            return {}
+    if isinstance(args, dict):
+        return {str(k): v for k, v in args.items()}
+    return dict(p.split("=", 1) for p in str(args or "").split(",") if "=" in p)
