@@ -202,3 +202,8 @@ def test_results_file_beside_samples(tmp_path, model_args):
     info = lm_eval_run_info(tmp_path / f"samples_{TASK}_{date}.jsonl")
     assert info["prefix_token_id"] == 0 and info["pretrained"] == "/m" and info["bos"] == ("<|im_start|>", 1)
     assert lm_eval_run_info(tmp_path / f"samples_{TASK}_2000-01-01.jsonl") == {}
+
+
+def test_from_lm_eval_on_another_suite_is_refused(cli, tmp_path):
+    line = _one_error_line(cli("run", "redditbias", "--from-lm-eval", tmp_path / "s.jsonl", "--tokenizer", "x"))
+    assert "for holistic-likelihood, not redditbias" in line

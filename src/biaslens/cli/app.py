@@ -313,6 +313,8 @@ def _run(**a):
         overrides["community"] = com
     hl = {k: a[k] for k in ("from_lm_eval", "tokenizer") if a[k] is not None}
     if hl:
+        if a["suite"] != "holistic-likelihood":
+            raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood, not {a['suite']}")
         overrides["options"] = {"holistic-likelihood": hl}
         if a["model"] is None and a["tokenizer"]:  # names the default run folder after the model scored
             overrides.setdefault("model", {})["name"] = a["tokenizer"]

@@ -37,8 +37,6 @@ def lm_eval_prefix(info: dict, tokenizer) -> tuple[str | None, str]:
 
 
 def collect_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str) -> dict[str, pd.DataFrame]:
-    from rich.markup import escape
-
     opts = ctx.options
     path = opts.from_lm_eval
     tok_name = model_folder(opts.tokenizer) if opts.tokenizer == EMBEDDED_NAME else opts.tokenizer
@@ -88,9 +86,8 @@ def collect_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str) ->
         "start_token": prefix, "start_token_source": how, "biaslens_start_token": ours, "warnings": warnings}
     ctx.record["scoring"] = {"n_texts": len(texts), "n_unique": len(set(texts)), "cache_hits": 0, "computed": 0,
                              "seconds": 0.0, "source": "lm-eval samples (no model calls)"}
-    ctx.console.print(f"[bold]holistic-likelihood[/bold]: {len(rows):,} sentences from lm-eval samples "
-                      f"({path}), model {name}, prefix token {prefix!r}")
-    for w in warnings:
-        ctx.console.print(f"[yellow]warning:[/yellow] {escape(w)}", markup=True, highlight=False, soft_wrap=True)
+    # the warnings are printed under the summary table (metrics.json and the report carry them)
+    ctx.console.print(f"holistic-likelihood: {len(rows):,} sentences from lm-eval samples ({path}), model {name}, "
+                      f"prefix token {prefix!r}", markup=False, highlight=False, soft_wrap=True)
     return {"sentences": rows, "descriptor_token_counts": pd.DataFrame({"descriptor": descriptors,
                                                                         "n_tokens": desc_counts})}
