@@ -89,10 +89,11 @@ Score them with any model lm-eval reaches, keeping the per-sentence samples:
 a document-start token (`<|endoftext|>` for GPT-2, SmolLM2, Qwen, Pythia; `<|begin_of_text|>` for
 Llama 3; `<s>` for Llama 2); lm-eval's default is the tokenizer's BOS, which for chat models such
 as SmolLM2 is a chat-role marker (`<|im_start|>`) that shifts sentence log-likelihoods by about
-4 nats. Then analyse them with no model calls, using the same selection flags:
+4 nats. Pass the id of biaslens's start token as ID (SmolLM2's `<|endoftext|>` is 0). Then analyse
+them with no model calls, using the same selection flags:
 
     biaslens run holistic-likelihood --from-lm-eval OUT/<model>/samples_{task}_<time>.jsonl \\
-        --tokenizer MODEL [the selection flags above]
+        --tokenizer MODEL {selection}
 
 The data file's path in `{task}.yaml` is absolute: after moving this folder, export it again.
 """
