@@ -205,5 +205,89 @@ def test_results_file_beside_samples(tmp_path, model_args):
 
 
 def test_from_lm_eval_on_another_suite_is_refused(cli, tmp_path):
+    line = _one_error_line(cli("run", "fairpair", "--from-lm-eval", tmp_path / "s.jsonl", "--tokenizer", "x"))
+    assert "for holistic-likelihood and redditbias, not fairpair" in line
     line = _one_error_line(cli("run", "redditbias", "--from-lm-eval", tmp_path / "s.jsonl", "--tokenizer", "x"))
-    assert "for holistic-likelihood, not redditbias" in line
+    assert "s.jsonl: cannot read" in line
+
+
+RB = ["--bias-types", "gender,race"]
+
+
+def test_redditbias_lmb_from_lm_eval(cli, tmp_path):
+    """RedditBias LMB from lm-eval samples: two documents per pair, perplexity exp(-ll/n) per side."""
+    from biaslens.models.embedded import embedded_model_dir
+    from biaslens.models.tokenized import load_tokenizer
+
+    r = cli("export", "lm-eval", "--suite", "redditbias", *RB, "--max-template-pairs", "30", "--out", tmp_path / "t")
+    assert r.exit_code == 0, r.output
+    docs = [json.loads(ln) for ln in (tmp_path / "t" / "biaslens_redditbias_lmb.jsonl").read_text().splitlines()]
+    assert len(docs) == 2 * 2 * 30 and {d["side"] for d in docs} == {"phrase", "counterfactual"}
+    tok = load_tokenizer(str(embedded_model_dir()))
+    n = np.array([len(tok(d["text"], add_special_tokens=False)["input_ids"]) for d in docs])
+    lls = -n * np.random.default_rng(1).uniform(2.0, 5.0, len(docs))
+    samples = _samples(docs, lls.tolist(), tmp_path / "samples_biaslens_redditbias_lmb_x.jsonl")
+    r = cli("run", "redditbias", "--from-lm-eval", samples, "--tokenizer", "smollm2-135m", *RB,
+            "-S", "redditbias.max_template_pairs=30", "--out", tmp_path / "run")
+    assert r.exit_code == 0, r.output
+    pairs = pd.read_parquet(tmp_path / "run" / "pairs.parquet")
+    ppl = np.exp(-lls / n)
+    by = {(d["bias_type"], int(d["pair"]), d["side"]): p for d, p in zip(docs, ppl)}
+    for row in pairs.itertuples():
+        k = row.Index - (0 if row.bias_type == pairs["bias_type"].iloc[0] else 30)
+        assert row.ppl_minoritized == pytest.approx(by[(row.bias_type, k, "phrase")], rel=1e-12)
+        assert row.ppl_dominant == pytest.approx(by[(row.bias_type, k, "counterfactual")], rel=1e-12)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["model"]["backend"] == "lm-eval" and run["scoring"]["computed"] == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert any("prefix_token_id=0" in w for w in metrics["warnings"])
+    # other pairs than the export's: one line naming the flags to repeat
+    line = _one_error_line(cli("run", "redditbias", "--from-lm-eval", samples, "--tokenizer", "smollm2-135m", *RB,
+                               "--out", tmp_path / "run2"))
+    assert "-S redditbias.max_template_pairs=30" in line and ":1:" in line
+
+
+@pytest.mark.slow
+def test_round_trip_redditbias_through_lm_eval(cli, tmp_path):
+    """RedditBias LMB the same way: each phrase's and counterfactual's log-likelihood within 1e-3 of
+    biaslens's own scoring, and the same t-test verdict."""
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    from biaslens.models.embedded import embedded_model_dir
+    from biaslens.models.tokenized import load_tokenizer
+
+    task = "biaslens_redditbias_lmb"
+    assert cli("export", "lm-eval", "--suite", "redditbias", "--bias-types", "gender", "--max-template-pairs", "100",
+               "--out", tmp_path / "task").exit_code == 0
+    folder = embedded_model_dir()
+    tracker = EvaluationTracker(output_path=str(tmp_path / "lm"))
+    results = lm_eval.simple_evaluate(
+        model="hf", model_args=f"pretrained={folder},prefix_token_id=0,dtype=float32", tasks=[task],
+        task_manager=TaskManager(include_path=str(tmp_path / "task")), device="cpu", batch_size=512,
+        log_samples=True, evaluation_tracker=tracker)
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    tracker.save_results_samples(task_name=task, samples=samples[task])
+    (path,) = (tmp_path / "lm").rglob(f"samples_{task}_*.jsonl")
+    common = ["--bias-types", "gender", "-S", "redditbias.max_template_pairs=100"]
+    r = cli("run", "redditbias", "--from-lm-eval", path, "--tokenizer", "smollm2-135m", *common,
+            "--out", tmp_path / "imported")
+    assert r.exit_code == 0, r.output
+    r = cli("run", "redditbias", "-m", "smollm2-135m", *common, "--no-cache", "--out", tmp_path / "own")
+    assert r.exit_code == 0, r.output
+    imp = pd.read_parquet(tmp_path / "imported" / "pairs.parquet")
+    own = pd.read_parquet(tmp_path / "own" / "pairs.parquet")
+    assert len(imp) == len(own) == 100 and imp["phrase"].tolist() == own["phrase"].tolist()
+    tok = load_tokenizer(str(folder))
+    diffs = []
+    for side, col in (("phrase", "ppl_minoritized"), ("counterfactual", "ppl_dominant")):
+        n = np.array([len(ids) for ids in tok(imp[side].tolist(), add_special_tokens=False)["input_ids"]])
+        diffs.append(np.abs(n * (np.log(imp[col].to_numpy()) - np.log(own[col].to_numpy()))))
+    diff = np.concatenate(diffs)
+    print(f"redditbias: max |log-likelihood difference| over {len(diff)} texts: {diff.max():.2e}")
+    assert diff.max() < 1e-3
+    lmb_imp = pd.read_csv(tmp_path / "imported" / "lmb.csv")
+    lmb_own = pd.read_csv(tmp_path / "own" / "lmb.csv")
+    np.testing.assert_allclose(lmb_imp["t"], lmb_own["t"], atol=1e-2)
+    assert ((lmb_imp["p"] < 0.05) == (lmb_own["p"] < 0.05)).all()

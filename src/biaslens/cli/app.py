@@ -218,8 +218,8 @@ def run(
     community_keywords: Optional[Path] = typer.Option(None, "--community-keywords", help="community: your own demographics/keywords YAML (default: the paper's 15 demographics).", rich_help_panel="Community"),
     community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five).", rich_help_panel="Community"),
     toxicity_classifier: Optional[str] = typer.Option(None, "--toxicity-classifier", help="community: auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), alt-profanity-check, detoxify or a Hugging Face classifier.", rich_help_panel="Community"),
-    from_lm_eval: Optional[Path] = typer.Option(None, "--from-lm-eval", help="holistic-likelihood: lm-eval's --log_samples file of the task `biaslens export lm-eval` wrote; analysed with no model calls (needs --tokenizer).", rich_help_panel="lm-evaluation-harness"),
-    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="holistic-likelihood --from-lm-eval: the model folder (or smollm2-135m) whose tokenizer counts each sentence's tokens.", rich_help_panel="lm-evaluation-harness"),
+    from_lm_eval: Optional[Path] = typer.Option(None, "--from-lm-eval", help="holistic-likelihood, redditbias: lm-eval's --log_samples file of the task `biaslens export lm-eval` wrote; analysed with no model calls (needs --tokenizer).", rich_help_panel="lm-evaluation-harness"),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="with --from-lm-eval: the model folder (or smollm2-135m) whose tokenizer counts each text's tokens.", rich_help_panel="lm-evaluation-harness"),
     no_identity_masking: bool = typer.Option(False, "--no-identity-masking", help="community, holistic-offensiveness, holistic-generation: headline toxicity/offensiveness scored on the text as generated (paper-faithful) instead of with the identity term replaced by a neutral placeholder; the other figure is still shown beside it."),
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
@@ -313,9 +313,12 @@ def _run(**a):
         overrides["community"] = com
     hl = {k: a[k] for k in ("from_lm_eval", "tokenizer") if a[k] is not None}
     if hl:
-        if a["suite"] != "holistic-likelihood":
-            raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood, not {a['suite']}")
-        overrides["options"] = {"holistic-likelihood": hl}
+        if a["suite"] not in ("holistic-likelihood", "redditbias"):
+            raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood and redditbias, not {a['suite']}")
+        if a["suite"] == "redditbias":
+            overrides.setdefault("redditbias", {}).update(hl)
+        else:
+            overrides["options"] = {"holistic-likelihood": hl}
         if a["model"] is None and a["tokenizer"]:  # names the default run folder after the model scored
             overrides.setdefault("model", {})["name"] = a["tokenizer"]
     from biaslens.config import deep_merge, dotted_overrides

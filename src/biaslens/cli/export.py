@@ -22,8 +22,12 @@ def export_lm_eval(
     seed: Optional[int] = typer.Option(None, help="Seed for sampling [default 0]."),
     dataset_dir: Optional[Path] = typer.Option(None, help="HolisticBias folder in the official format (default: built-in v1.0)."),
     extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own descriptors/nouns/templates JSON, merged in (repeatable)."),
+    bias_types: Optional[str] = typer.Option(None, "--bias-types", help="redditbias: comma-separated bias types [default all]."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="redditbias: a RedditBias checkout (default: phrases from the bias specifications)."),
+    split: Optional[str] = typer.Option(None, "--split", help="redditbias: test or valid [default test]."),
+    max_template_pairs: Optional[int] = typer.Option(None, "--max-template-pairs", help="redditbias without --data-dir: pairs per bias type [default 400] (the run: -S redditbias.max_template_pairs=N)."),
 ):
-    """Write a suite's sentences as an lm-evaluation-harness task (loglikelihood_rolling): score them with `lm_eval --include_path OUT --tasks biaslens_holistic_likelihood --log_samples`, then `biaslens run holistic-likelihood --from-lm-eval SAMPLES --tokenizer MODEL` with the same selection flags."""
+    """Write a suite's texts as an lm-evaluation-harness task (loglikelihood_rolling): score them with `lm_eval --include_path OUT --tasks biaslens_holistic_likelihood --log_samples` (redditbias: biaslens_redditbias_lmb), then `biaslens run SUITE --from-lm-eval SAMPLES --tokenizer MODEL` with the same selection flags."""
     from biaslens.cli.app import guard
 
     guard(_export_lm_eval, **locals())
@@ -34,10 +38,17 @@ def _export_lm_eval(**a):
     from biaslens.environment import default_console
     from biaslens.suites.holistic_likelihood import export_lm_eval
 
-    if a["suite"] != "holistic-likelihood":
-        raise ConfigError(f"--suite {a['suite']}: only holistic-likelihood exports to lm-eval (a likelihood per "
-                          "sentence); RedditBias LMB: see docs/ecosystem.md")
+    if a["suite"] not in ("holistic-likelihood", "redditbias"):
+        raise ConfigError(f"--suite {a['suite']}: holistic-likelihood and redditbias export to lm-eval (a "
+                          "likelihood per text); the others generate text")
     overrides: dict = {"suite": a["suite"]}
+    rb = {k: a[k] for k in ("data_dir", "split", "max_template_pairs") if a[k] is not None}
+    if a["bias_types"]:
+        rb["bias_types"] = [s.strip() for s in a["bias_types"].split(",") if s.strip()]
+    if rb:
+        if a["suite"] != "redditbias":
+            raise ConfigError("--bias-types/--data-dir/--split/--max-template-pairs: for --suite redditbias")
+        overrides["redditbias"] = rb
     for key in ("sample", "seed", "dataset_dir"):
         if a[key] is not None:
             overrides[key] = a[key]
@@ -49,8 +60,13 @@ def _export_lm_eval(**a):
         overrides["templates"] = [s.strip() for s in a["templates"].split("|") if s.strip()]
     if a["extra_dataset_file"]:
         overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
-    info = export_lm_eval(RunConfig.validated(overrides, source="flags"), a["out"])
-    default_console().print(f"wrote {info['n_rows']:,} sentences as lm-eval task {info['task']} to {a['out']} "
+    if a["suite"] == "redditbias":
+        from biaslens.suites.redditbias import export_lm_eval as export_redditbias
+
+        info = export_redditbias(RunConfig.validated(overrides, source="flags"), a["out"])
+    else:
+        info = export_lm_eval(RunConfig.validated(overrides, source="flags"), a["out"])
+    default_console().print(f"wrote {info['n_rows']:,} texts as lm-eval task {info['task']} to {a['out']} "
                             f"(see {a['out']}/README.md for the lm_eval command)", markup=False)
 
 

@@ -24,13 +24,18 @@ from biaslens.datasets.holistic.schema import DatasetError
 TASK_NAME = "biaslens_holistic_likelihood"
 #: the columns of a sentence each document carries (plus ``row``, ``selection``, ``n_rows``)
 DOC_COLUMNS = ("text", "axis", "bucket", "descriptor", "noun", "template", "noun_phrase_type")
+#: RedditBias LMB: two documents per phrase pair (``side``: phrase = minoritized, counterfactual = dominant)
+REDDITBIAS_TASK = "biaslens_redditbias_lmb"
+REDDITBIAS_COLUMNS = ("text", "bias_type", "view", "pair", "side")
 
 
 class LmEvalSamplesError(DatasetError):
     """lm-eval's samples file does not hold what the run needs; the message names file and line."""
 
 
-def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, task: str = TASK_NAME) -> dict:
+def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, task: str = TASK_NAME,
+                       columns: tuple[str, ...] = DOC_COLUMNS, what: str = "HolisticBias sentences",
+                       suite: str = "holistic-likelihood") -> dict:
     """Write ``<task>.yaml`` and ``<task>.jsonl`` (one document per sentence) and a README into
     ``out``; returns what was written. ``selection`` names the biaslens flags that chose ``rows``
     (it travels in every document, so the reader can say which flags to repeat)."""
@@ -39,20 +44,20 @@ def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, t
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise DatasetError(f"--out {out}: exists and is not a folder")
-    missing = [c for c in DOC_COLUMNS if c not in rows.columns]
+    missing = [c for c in columns if c not in rows.columns]
     if missing:
         raise DatasetError(f"cannot export: the sentence table lacks {missing}")
     out.mkdir(parents=True, exist_ok=True)
     data = out / f"{task}.jsonl"
     n = len(rows)
     lines = []
-    for i, rec in enumerate(rows[list(DOC_COLUMNS)].astype(str).to_dict("records")):
+    for i, rec in enumerate(rows[list(columns)].astype(str).to_dict("records")):
         lines.append(json.dumps({"row": i, **rec, "selection": selection, "n_rows": n}, ensure_ascii=False))
     write_atomic(data, "\n".join(lines) + "\n")
     # dataset_path: json reads a local file; lm-eval resolves data_files from the working
     # directory, not the YAML's, so the path is absolute (move the folder: export again)
     yaml_text = (
-        f"# written by biaslens: {n:,} HolisticBias sentences ({selection})\n"
+        f"# written by biaslens: {n:,} {what} ({selection})\n"
         f"task: {task}\n"
         "dataset_path: json\n"
         "dataset_kwargs:\n"
@@ -70,14 +75,14 @@ def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, t
         "  version: 1.0\n"
     )
     write_atomic(out / f"{task}.yaml", yaml_text)
-    write_atomic(out / "README.md", _readme(task, n, selection, out))
+    write_atomic(out / "README.md", _readme(task, n, selection, out, what, suite))
     return {"task": task, "yaml": out / f"{task}.yaml", "data": data, "n_rows": n}
 
 
-def _readme(task: str, n: int, selection: str, out: Path) -> str:
+def _readme(task: str, n: int, selection: str, out: Path, what: str, suite: str) -> str:
     return f"""# {task}
 
-{n:,} HolisticBias sentences exported by biaslens ({selection}), as an lm-evaluation-harness
+{n:,} {what} exported by biaslens ({selection}), as an lm-evaluation-harness
 task with `output_type: loglikelihood_rolling`.
 
 Score them with any model lm-eval reaches, keeping the per-sentence samples:
@@ -92,7 +97,7 @@ as SmolLM2 is a chat-role marker (`<|im_start|>`) that shifts sentence log-likel
 4 nats. Pass the id of biaslens's start token as ID (SmolLM2's `<|endoftext|>` is 0). Then analyse
 them with no model calls, using the same selection flags:
 
-    biaslens run holistic-likelihood --from-lm-eval OUT/<model>/samples_{task}_<time>.jsonl \\
+    biaslens run {suite} --from-lm-eval OUT/<model>/samples_{task}_<time>.jsonl \\
         --tokenizer MODEL {selection}
 
 The data file's path in `{task}.yaml` is absolute: after moving this folder, export it again.
@@ -103,7 +108,7 @@ def _fail(path: Path, lineno: int | None, msg: str) -> LmEvalSamplesError:
     return LmEvalSamplesError(f"{path}{f':{lineno}' if lineno else ''}: {msg}")
 
 
-def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME) -> pd.DataFrame:
+def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS) -> pd.DataFrame:
     """One row per logged sample of an lm-eval ``--log_samples`` file of the exported task:
     ``row``, the document's columns, ``loglikelihood`` (lm-eval's rolling log-likelihood, nats),
     ``selection``, ``n_rows`` and ``line``.
@@ -133,7 +138,7 @@ def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME) -> pd.DataF
         doc = obj.get("doc")
         if not isinstance(doc, dict):
             raise _fail(path, lineno, "no 'doc': not an lm-eval --log_samples record")
-        missing = [c for c in ("row", "selection", "n_rows", *DOC_COLUMNS) if c not in doc]
+        missing = [c for c in ("row", "selection", "n_rows", *columns) if c not in doc]
         if missing:
             raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: a sample of another task, not "
                                       f"{task} as `biaslens export lm-eval` writes it")
@@ -156,7 +161,7 @@ def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME) -> pd.DataF
             raise _fail(path, lineno, f"sentence row {row} was already logged at line {seen[row]}: samples of two "
                                       "runs in one file?")
         seen[row] = lineno
-        records.append({"row": row, **{c: str(doc[c]) for c in DOC_COLUMNS}, "loglikelihood": float(ll),
+        records.append({"row": row, **{c: str(doc[c]) for c in columns}, "loglikelihood": float(ll),
                         "selection": str(doc["selection"]), "n_rows": n_rows, "line": lineno})
     if not records:
         raise LmEvalSamplesError(f"{path}: no samples")
