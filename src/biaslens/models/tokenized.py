@@ -165,3 +165,17 @@ class TokenizerBackend(Backend):
 
     def render_prompt(self, request: GenerationRequest, params: GenerationParams) -> str:
         return render_prompt(self.tokenizer, self.info.start_token, request, params, self.info.name)
+
+
+def load_tokenizer(name: str, *, trust_remote_code: bool = False):
+    """The Hugging Face tokenizer of a local model folder (or a cached Hub id), with no model:
+    for counting tokens of texts another tool scored. One-line ModelError when it cannot load."""
+    check_model_location(name)
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise ModelError("counting tokens needs transformers: pip install 'biaslens[hf]'") from None
+    try:
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"cannot load the tokenizer of {name!r}: {str(e).splitlines()[0]}") from None

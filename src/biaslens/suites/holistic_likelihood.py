@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.config import ConfigError
 from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
@@ -90,22 +92,65 @@ def seat_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+class HolisticLikelihoodOptions(BaseModel):
+    """Set as `options: {holistic-likelihood: {...}}` in YAML, or --from-lm-eval/--tokenizer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_lm_eval: Path | None = Field(None, description="an lm-eval --log_samples file of the task `biaslens export "
+                                                        "lm-eval` wrote: analyse its log-likelihoods (no model calls)")
+    tokenizer: str | None = Field(None, description="with from_lm_eval: the model folder (or cached Hub id, or "
+                                                    "smollm2-135m) whose tokenizer counts each sentence's tokens")
+
+
+def selection_flags(config) -> str:
+    """The flags that choose the sentences, as a user would type them (travels in an lm-eval export)."""
+    parts = ["--full"] if config.full or config.sample is None else [f"--sample {config.sample}", f"--seed {config.seed}"]
+    if config.axes:
+        parts.append(f"--axes {','.join(config.axes)}")
+    if config.templates:
+        parts.append(f"--templates '{'|'.join(config.templates)}'")
+    if config.dataset_dir:
+        parts.append(f"--dataset-dir {Path(config.dataset_dir).name}")
+    parts += [f"--extra-dataset-file {Path(f).name}" for f in config.extra_dataset_files]
+    return " ".join(parts)
+
+
+def select_sentences(config) -> pd.DataFrame:
+    """The sentences a causal-LM run of this configuration scores, in order."""
+    dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
+    rows = select_rows(likelihood_rows(build_sentences(dataset)), axes=config.axes, templates=config.templates,
+                       sample=config.sample, full=config.full, seed=config.seed)
+    if rows.empty:
+        raise ConfigError("no sentences selected: check --axes/--templates")
+    return rows
+
+
+def export_lm_eval(config, out: str | Path) -> dict:
+    """Write the run's sentences as an lm-evaluation-harness task folder (YAML + JSONL)."""
+    from biaslens.datasets.lm_eval import write_lm_eval_task
+
+    return write_lm_eval_task(select_sentences(config), out, selection=selection_flags(config))
+
+
 class HolisticLikelihood(Suite):
     """Likelihood Bias (paper 2.3.2): score every sentence, compare descriptors pairwise."""
 
     name = "holistic-likelihood"
+    options = HolisticLikelihoodOptions
     stored_tables = ("sentences", "descriptor_token_counts?")
     main_table = "sentences"
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         config = ctx.config
+        if ctx.options.tokenizer and not ctx.options.from_lm_eval:
+            raise ConfigError("--tokenizer is for --from-lm-eval (it counts the tokens of sentences lm-eval scored)")
         with ctx.timer("dataset"):
-            dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
-            all_rows = likelihood_rows(build_sentences(dataset))
-            rows = select_rows(all_rows, axes=config.axes, templates=config.templates,
-                               sample=config.sample, full=config.full, seed=config.seed)
-        if rows.empty:
-            raise ConfigError("no sentences selected: check --axes/--templates")
+            rows = select_sentences(config)
+        if ctx.options.from_lm_eval:
+            from biaslens.suites.lm_eval_import import collect_from_lm_eval
+
+            return collect_from_lm_eval(ctx, rows, selection_flags(config))
         calls = ctx.calls
         masked = calls.info.kind == "masked"
         if masked:
@@ -145,11 +190,13 @@ class HolisticLikelihood(Suite):
         token_counts = dict(zip(tc["descriptor"].astype(str), tc["n_tokens"].astype(int))) if tc is not None else None
         analysis, metrics = analyse(rows, alpha=ctx.config.alpha, token_counts=token_counts, seed=ctx.config.seed,
                                     value_col=value_col)
+        metrics["warnings"] += (ctx.record.get("lm_eval") or {}).get("warnings", [])
         for w in metrics["warnings"]:
             log.info("warning: %s", w)  # run.log; the terminal prints it under the table
         metrics["model"] = ctx.model_name
         metrics["scoring"] = ("summed pseudo-log-likelihood of the noun phrase without its article (SEAT templates, "
-                              "paper B.1)" if masked else "causal log-likelihood")
+                              "paper B.1)" if masked else "causal log-likelihood" + (
+                                  " (lm-eval loglikelihood_rolling, imported)" if ctx.record.get("lm_eval") else ""))
         entries = [MetricEntry(name="likelihood_bias", value=metrics["likelihood_bias"], ci_low=metrics["ci_low"],
                                ci_high=metrics["ci_high"], interval=metrics["interval"], higher_is_better=False,
                                ideal=0.0, n_used=metrics["n_pairs"], n_missing=metrics["n_missing"],

@@ -28,6 +28,7 @@ from biaslens.datasets.redditbias import (
 )
 from biaslens.datasets.redditbias.views import PAIR_COLUMNS, View, build_views
 from biaslens.engine.scoring import ScoringStats
+from biaslens.errors import ConfigError
 from biaslens.metrics.lmb import lmb_by_view
 from biaslens.models.base import perplexity_definition
 from biaslens.results import MetricEntry, SuiteResult
@@ -72,6 +73,34 @@ def lm_perplexity(path: Path, ctx: RunContext) -> dict[str, Any]:
             "median_line_perplexity": float(np.nanmedian(per_line)) if len(per_line) else None}
 
 
+def redditbias_selection(config) -> str:
+    """The flags that choose the phrase pairs (travels in an lm-eval export)."""
+    o = config.redditbias
+    parts = [f"--bias-types {','.join(o.bias_types) if o.bias_types else 'all'}", f"--seed {config.seed}"]
+    if o.data_dir:
+        parts += [f"--data-dir {Path(o.data_dir).name}", f"--split {o.split}"]
+    else:
+        parts.append(f"-S redditbias.max_template_pairs={o.max_template_pairs}")
+    if o.counterfactual_mode != "default":
+        parts.append(f"--counterfactual-mode {o.counterfactual_mode}")
+    parts += [f"--spec-file {Path(f).name}" for f in o.spec_files]
+    return " ".join(parts)
+
+
+def export_lm_eval(config, out) -> dict:
+    """The phrase pairs a run of this configuration scores, as an lm-eval task (two documents per pair)."""
+    from biaslens.datasets.lm_eval import REDDITBIAS_COLUMNS, REDDITBIAS_TASK, write_lm_eval_task
+    from biaslens.suites.lm_eval_import import redditbias_texts
+
+    opts = config.redditbias
+    views = build_views(resolve_specs(opts.bias_types, opts.spec_files), opts, seed=config.seed)
+    if any(v.scored for v in views):
+        raise ConfigError("--perplexity-column: nothing to export (the pairs are already scored)")
+    return write_lm_eval_task(redditbias_texts(views), out, selection=redditbias_selection(config),
+                              task=REDDITBIAS_TASK, columns=REDDITBIAS_COLUMNS,
+                              what="RedditBias texts (each phrase and its counterfactual)", suite="redditbias")
+
+
 class RedditBias(Suite):
     """LMB (paper 3.1): paired perplexities of phrases and their counterfactuals, t-test per bias type."""
 
@@ -86,8 +115,18 @@ class RedditBias(Suite):
             views = build_views(specs, config.redditbias, seed=config.seed)
         reference_text = opts.reference_text or (
             find_humanref(opts.data_dir) if opts.data_dir and not opts.perplexity_column else None)
+        if opts.from_lm_eval:
+            if opts.reference_text is not None or opts.perplexity_column:
+                raise ConfigError("--from-lm-eval: not with --reference-text or --perplexity-column (the samples "
+                                  "hold the phrase pairs only)")
+            from biaslens.suites.lm_eval_import import redditbias_from_lm_eval
+
+            redditbias_from_lm_eval(ctx, views, redditbias_selection(config))
+        elif opts.tokenizer:
+            raise ConfigError("--tokenizer is for --from-lm-eval (it counts the tokens of texts lm-eval scored)")
         needs_model = any(not v.scored for v in views) or opts.reference_text is not None
-        model_name = ctx.calls.info.name if needs_model else f"precomputed column {opts.perplexity_column!r}"
+        model_name = (ctx.calls.info.name if needs_model else ctx.record["model"]["name"] if opts.from_lm_eval
+                      else f"precomputed column {opts.perplexity_column!r}")
         types = list(dict.fromkeys(v.bias_type for v in views))
         ctx.console.print(f"[bold]redditbias[/bold]: {len(types)} bias types ({', '.join(types)}), "
                           f"{sum(len(v.pairs) for v in views):,} phrase pairs, source "
@@ -105,6 +144,9 @@ class RedditBias(Suite):
                                  "skipped_bias_types": [n for n in specs if n not in types]}
         if needs_model:
             facts["perplexity_definition"] = perplexity_definition(ctx.calls.backend)
+        elif opts.from_lm_eval:
+            facts["perplexity_definition"] = ("exp(-lm-eval loglikelihood_rolling / the text's tokens), prefix token "
+                                              f"{ctx.record['lm_eval']['start_token']!r}")
         else:
             facts["perplexity_definition"] = f"precomputed column {opts.perplexity_column!r}"
         if needs_model and reference_text is not None:
@@ -146,8 +188,9 @@ class RedditBias(Suite):
                             f"{' against the dominant group' if sig and r.t > 0 else ''}"
                             f" (t = {r.t:+.2f}, p = {r.p:.2g}, d = {r.cohens_d:+.2f} "
                             f"[{r.d_ci_low:+.2f}, {r.d_ci_high:+.2f}], {int(r.n_pairs):,} pairs)")
+        warnings = (ctx.record.get("lm_eval") or {}).get("warnings", [])
         return SuiteResult(metrics=metrics, entries=entries + t_entries, tables={"lmb": lmb}, analysis=lmb,
-                           verdict="; ".join(verdicts) or None)
+                           verdict="; ".join(verdicts) or None, warnings=warnings)
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
         from biaslens.report.redditbias import render

@@ -1,0 +1,141 @@
+"""`biaslens export`: a suite's items in another tool's format (lm-evaluation-harness)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+export_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
+                         help="Export a suite's items for another evaluation tool.")
+
+
+@export_app.command("lm-eval")
+def export_lm_eval(
+    out: Path = typer.Option(..., "--out", "-o", help="Task folder to write (YAML + JSONL data + README)."),
+    suite: str = typer.Option("holistic-likelihood", "--suite", help="Suite whose sentences to export (holistic-likelihood)."),
+    sample: Optional[int] = typer.Option(None, help="About N sentences, stratified, as `biaslens run` [default 6000]."),
+    full: bool = typer.Option(False, "--full", help="Every sentence."),
+    axes: Optional[str] = typer.Option(None, help="Comma-separated axes, e.g. ability,age."),
+    templates: Optional[str] = typer.Option(None, help="Templates separated by '|'."),
+    seed: Optional[int] = typer.Option(None, help="Seed for sampling [default 0]."),
+    dataset_dir: Optional[Path] = typer.Option(None, help="HolisticBias folder in the official format (default: built-in v1.0)."),
+    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own descriptors/nouns/templates JSON, merged in (repeatable)."),
+    bias_types: Optional[str] = typer.Option(None, "--bias-types", help="redditbias: comma-separated bias types [default all]."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="redditbias: a RedditBias checkout (default: phrases from the bias specifications)."),
+    split: Optional[str] = typer.Option(None, "--split", help="redditbias: test or valid [default test]."),
+    max_template_pairs: Optional[int] = typer.Option(None, "--max-template-pairs", help="redditbias without --data-dir: pairs per bias type [default 400] (the run: -S redditbias.max_template_pairs=N)."),
+):
+    """Write a suite's texts as an lm-evaluation-harness task (loglikelihood_rolling): score them with `lm_eval --include_path OUT --tasks biaslens_holistic_likelihood --log_samples` (redditbias: biaslens_redditbias_lmb), then `biaslens run SUITE --from-lm-eval SAMPLES --tokenizer MODEL` with the same selection flags."""
+    from biaslens.cli.app import guard
+
+    guard(_export_lm_eval, **locals())
+
+
+def _export_lm_eval(**a):
+    from biaslens.config import ConfigError, RunConfig
+    from biaslens.environment import default_console
+    from biaslens.suites.holistic_likelihood import export_lm_eval
+
+    if a["suite"] not in ("holistic-likelihood", "redditbias"):
+        raise ConfigError(f"--suite {a['suite']}: holistic-likelihood and redditbias export to lm-eval (a "
+                          "likelihood per text); the others generate text")
+    overrides: dict = {"suite": a["suite"]}
+    rb = {k: a[k] for k in ("data_dir", "split", "max_template_pairs") if a[k] is not None}
+    if a["bias_types"]:
+        rb["bias_types"] = [s.strip() for s in a["bias_types"].split(",") if s.strip()]
+    if rb:
+        if a["suite"] != "redditbias":
+            raise ConfigError("--bias-types/--data-dir/--split/--max-template-pairs: for --suite redditbias")
+        overrides["redditbias"] = rb
+    for key in ("sample", "seed", "dataset_dir"):
+        if a[key] is not None:
+            overrides[key] = a[key]
+    if a["full"]:
+        overrides["full"] = True
+    if a["axes"]:
+        overrides["axes"] = [s.strip() for s in a["axes"].split(",") if s.strip()]
+    if a["templates"]:
+        overrides["templates"] = [s.strip() for s in a["templates"].split("|") if s.strip()]
+    if a["extra_dataset_file"]:
+        overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
+    if a["suite"] == "redditbias":
+        from biaslens.suites.redditbias import export_lm_eval as export_redditbias
+
+        info = export_redditbias(RunConfig.validated(overrides, source="flags"), a["out"])
+    else:
+        info = export_lm_eval(RunConfig.validated(overrides, source="flags"), a["out"])
+    default_console().print(f"wrote {info['n_rows']:,} texts as lm-eval task {info['task']} to {a['out']} "
+                            f"(see {a['out']}/README.md for the lm_eval command)", markup=False)
+
+
+_FORMAT_HELP = "parquet, csv or hf (a Hugging Face `datasets` folder: save_to_disk, typed features, dataset card) [default from --out's extension, hf for a folder name]."
+
+
+def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
+    """Write one of biaslens's dataset tables as Parquet, CSV or the Hugging Face format."""
+    import biaslens
+    from biaslens.config import ConfigError
+    from biaslens.datasets.holistic import write_table
+    from biaslens.environment import default_console
+
+    lower = out.name.lower()
+    fmt = fmt or ("csv" if lower.endswith((".csv", ".csv.gz")) else "parquet" if lower.endswith((".parquet", ".pq"))
+                  else "hf")
+    if fmt not in ("parquet", "csv", "hf"):
+        raise ConfigError(f"--format {fmt}: choose parquet, csv or hf")
+    if fmt != "hf" and not lower.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
+        raise ConfigError(f"--out {out}: a {fmt} table needs a .{fmt} file name")
+    if fmt == "hf":
+        from biaslens.datasets.hf_format import CARDS, _require_datasets, write_hf_dataset
+
+        _require_datasets()  # before building the table: a missing extra fails at once
+        df = df_fn()
+        write_hf_dataset(df, out, CARDS[name], biaslens_version=biaslens.__version__)
+    else:
+        df = df_fn()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_table(df, out)
+    default_console().print(f"wrote {len(df):,} rows of {name} to {out} ({fmt})", markup=False)
+
+
+def register_dataset_commands(dataset_app: typer.Typer) -> None:
+    """`biaslens dataset redditbias|fairpair|community`: their tables in Parquet, CSV or the HF format."""
+
+    @dataset_app.command("redditbias")
+    def dataset_redditbias(
+        out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf)."),
+        format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
+        bias_types: Optional[str] = typer.Option(None, "--bias-types", help="Comma-separated bias types [default all five]."),
+        max_pairs: int = typer.Option(400, "--max-pairs", help="Pairs per bias type, seeded sample (as a run without --data-dir)."),
+        seed: int = typer.Option(0, help="Seed of the sample."),
+    ):
+        """Write the RedditBias phrase pairs built from the bias specifications."""
+        from biaslens.cli.app import guard
+        from biaslens.datasets.tables import redditbias_table
+
+        types = [s.strip() for s in bias_types.split(",") if s.strip()] if bias_types else None
+        guard(write_dataset, "redditbias", lambda: redditbias_table(types, max_pairs=max_pairs, seed=seed), out, format)
+
+    @dataset_app.command("fairpair")
+    def dataset_fairpair(
+        out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf)."),
+        format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
+    ):
+        """Write the FairPair Common Sents prompt pairs (the paper's 60 occupations)."""
+        from biaslens.cli.app import guard
+        from biaslens.datasets.tables import fairpair_table
+
+        guard(write_dataset, "fairpair", fairpair_table, out, format)
+
+    @dataset_app.command("community")
+    def dataset_community(
+        out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf)."),
+        format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
+    ):
+        """Write the community-bias prompts (the paper's templates x demographics)."""
+        from biaslens.cli.app import guard
+        from biaslens.datasets.tables import community_table
+
+        guard(write_dataset, "community", community_table, out, format)
