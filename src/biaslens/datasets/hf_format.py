@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -79,7 +80,7 @@ CARDS = {
 }
 
 
-def _require_datasets():
+def _require_datasets() -> Any:
     try:
         import datasets
     except ImportError:
@@ -89,7 +90,7 @@ def _require_datasets():
     return datasets
 
 
-def features_for(df: pd.DataFrame, card: Card):
+def features_for(df: pd.DataFrame, card: Card) -> Any:
     """ClassLabel for the card's categorical columns (names sorted), Value for the rest."""
     datasets = _require_datasets()
     feats = {}
@@ -132,7 +133,7 @@ def write_hf_dataset(df: pd.DataFrame, out: str | Path, card: Card, *, biaslens_
     return out
 
 
-def dataset_card(df: pd.DataFrame, card: Card, features, biaslens_version: str) -> str:
+def dataset_card(df: pd.DataFrame, card: Card, features: Any, biaslens_version: str) -> str:
     """The README.md of the exported folder (Hugging Face dataset-card layout: YAML header, then prose)."""
     counts = "\n".join(f"| {col} | {k:,} |" for col, k in
                        ((c, df[c].nunique()) for c in card.class_labels if c in df.columns))
@@ -177,7 +178,7 @@ features: `ds.features["{card.class_labels[0]}"].int2str(...)` gives the names.
 """
 
 
-def _feature_name(feature) -> str:
+def _feature_name(feature: Any) -> str:
     names = getattr(feature, "names", None)
     return f"ClassLabel ({len(names)} names)" if names is not None else f"Value({feature.dtype})"
 
@@ -193,9 +194,9 @@ def _size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def decoded(ds) -> pd.DataFrame:
+def decoded(ds: Any) -> pd.DataFrame:
     """A loaded dataset as a DataFrame with ClassLabel columns turned back into their names."""
-    df = ds.to_pandas()
+    df: pd.DataFrame = ds.to_pandas()
     for col, feat in ds.features.items():
         if getattr(feat, "names", None) is not None:
             df[col] = [feat.names[i] for i in df[col]]

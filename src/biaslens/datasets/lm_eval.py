@@ -35,7 +35,7 @@ class LmEvalSamplesError(DatasetError):
 
 def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, task: str = TASK_NAME,
                        columns: tuple[str, ...] = DOC_COLUMNS, what: str = "HolisticBias sentences",
-                       suite: str = "holistic-likelihood") -> dict:
+                       suite: str = "holistic-likelihood") -> dict[str, Any]:
     """Write ``<task>.yaml`` and ``<task>.jsonl`` (one document per sentence) and a README into
     ``out``; returns what was written. ``selection`` names the biaslens flags that chose ``rows``
     (it travels in every document, so the reader can say which flags to repeat)."""
@@ -125,7 +125,8 @@ def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tu
         raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{task}_<time>.jsonl file lm_eval wrote "
                                  "with --log_samples")
     text = read_text(path, LmEvalSamplesError)
-    records, seen = [], {}
+    records: list[dict[str, Any]] = []
+    seen: dict[Any, int] = {}
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -252,7 +253,7 @@ def lm_eval_run_info(samples_path: str | Path) -> dict[str, Any]:
     args = ",".join(f"{k}={v}" for k, v in kv.items())
     prefix = kv.get("prefix_token_id")
 
-    def token(key):  # lm-eval logs [token, "id"]
+    def token(key: str) -> tuple[str, int] | None:  # lm-eval logs [token, "id"]
         v = data.get(key)
         return (str(v[0]), int(v[1])) if isinstance(v, list) and len(v) == 2 and v[1] not in (None, "None") else None
 

@@ -16,7 +16,8 @@ def holistic_table(dataset_dir: Path | None = None, extra_files: list[Path] | No
     from biaslens.datasets.holistic import build_sentence_table, load_holistic_dataset
 
     ds = load_holistic_dataset(dataset_dir, extra_files=list(extra_files or []))
-    return build_sentence_table(ds, fix_articles=fix_articles).to_pandas()
+    table: pd.DataFrame = build_sentence_table(ds, fix_articles=fix_articles).to_pandas()
+    return table
 
 
 def redditbias_table(bias_types: list[str] | None = None, *, max_pairs: int | None = 400, seed: int = 0) -> pd.DataFrame:

@@ -143,6 +143,7 @@ class HolisticLikelihood(Suite):
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         config = ctx.config
+        assert isinstance(ctx.options, HolisticLikelihoodOptions)
         if ctx.options.tokenizer and not ctx.options.from_lm_eval:
             raise ConfigError("--tokenizer is for --from-lm-eval (it counts the tokens of sentences lm-eval scored)")
         with ctx.timer("dataset"):

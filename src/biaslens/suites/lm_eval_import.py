@@ -10,7 +10,7 @@ biaslens's start token; where it is not, the run records the token lm-eval used 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -102,7 +102,7 @@ def scores_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str, *, 
 
 def collect_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str) -> dict[str, pd.DataFrame]:
     """holistic-likelihood's tables from lm-eval's samples."""
-    opts = ctx.options
+    opts: Any = ctx.options  # the suite's HolisticLikelihoodOptions (this module is imported by that suite)
     rows, tokenizer = scores_from_lm_eval(ctx, rows, selection, path=opts.from_lm_eval, tokenizer_name=opts.tokenizer)
     descriptors = rows["descriptor"].astype(str).unique().tolist()
     desc_counts = [len(ids) for ids in tokenizer([" " + d for d in descriptors], add_special_tokens=False)["input_ids"]]
