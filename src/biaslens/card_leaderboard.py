@@ -144,6 +144,8 @@ def read_entry(path: str | Path) -> dict[str, Any]:
             if metrics is not None and not isinstance(metrics, dict):
                 raise ConfigError(f"{run / 'metrics.json'}: expected a JSON object")
             info["df"] = headline_df(row, metrics)
+            # the names the suite gave the model (community entries end in one)
+            info["model_labels"] = [str(x) for x in (metrics or {}).get("models") or [] if isinstance(x, str)]
             floor = (metrics or {}).get("noise_floor")
             if isinstance(floor, dict):
                 # the permuted-label mean: what the headline would be with no bias at this size
@@ -186,10 +188,10 @@ def _differs(sig: dict[str, Any], ref: dict[str, Any], budgets: tuple[Any, Any])
     for k in dict.fromkeys([*ref, *sig]):
         if json.dumps(sig.get(k), sort_keys=True, default=str) != json.dumps(ref.get(k), sort_keys=True, default=str):
             if k == "budget":
-                what.append(f"budget ({budgets[0]} vs {budgets[1]})" if budgets[0] != budgets[1]
+                what.append(f"budget ({budgets[0]} vs {budgets[1]} of the ranked models)" if budgets[0] != budgets[1]
                             else "budget settings")
             elif k == "headline metric":
-                what.append(f"headline metric ({sig.get(k)} vs {ref.get(k)})")
+                what.append(f"headline metric ({sig.get(k)} vs {ref.get(k)} of the ranked models)")
             elif k == "run.json":
                 what.append("run.json missing: what the run measured is unknown")
             else:
@@ -219,7 +221,8 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
     """One method across the models: each model's cell, the order and the pairwise tests."""
     from biaslens.metrics.ranking import simultaneous_differences
 
-    all_labels = {e["model"] for e in entries} | {Path(e["model"]).name for e in entries}
+    all_labels = ({e["model"] for e in entries} | {Path(e["model"]).name for e in entries}
+                  | {lab for e in entries for i in e["methods"].values() for lab in i.get("model_labels") or []})
     cells, sigs = [], {}
     for e, lab in zip(entries, labels):
         info = e["methods"].get(suite)
@@ -357,6 +360,8 @@ def leaderboard(cards: list[str | Path], *, out: str | Path | None = None,
         if r in seen:
             raise ConfigError(f"leaderboard: the same card folder twice ({seen[r]} and {c})")
         seen[r] = c
+    if labels and len(labels) != len(cards):
+        raise ConfigError(f"leaderboard: {len(labels)} labels for {len(cards)} cards; give one per card or none")
     entries = [read_entry(c) for c in cards]
     labels = _labels(entries, labels)
     suites = list(dict.fromkeys(s for e in entries for s in e["methods"]))
