@@ -276,7 +276,9 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
     no_interval = [c["model"] for c in board if c["ci_low"] is None or c["ci_high"] is None or c["df"] is None]
     head = next((c for c in board), next((c for c in cells if c["status"] == "complete"), {}))
     title = next((e["methods"][suite]["row"].get("title") for e in entries if suite in e["methods"]), suite)
-    return {"suite": suite, "title": title, "headline": head.get("headline"), "order": order_rule(head),
+    # the metric's name without a model in it (community's largest_sentiment_gap.<model>)
+    headline = sigs[main[0]][0]["headline metric"] if main else head.get("headline")
+    return {"suite": suite, "title": title, "headline": headline, "order": order_rule(head),
             "cells": cells, "pairs": pairs, "n_compared": len(board), "no_interval": no_interval,
             "m": int(pairs["m"].iloc[0]) if len(pairs) else 0,
             "n_distinguishable": int(pairs["distinguishable"].sum()) if len(pairs) else 0,
@@ -297,8 +299,8 @@ def _summary(suite: str, board: list[dict], pairs: pd.DataFrame, no_interval: li
     if k == 0:
         return (f"{suite}: no two of {len(board)} models are distinguishable at 95% "
                 f"(simultaneous over {m} pairs){gap}{tail}")
-    return (f"{suite}: {k} of {m} pairs distinguishable at 95% (simultaneous, Bonferroni); best: {board[0]['model']} "
-            f"{board[0]['value']:.3g}{gap}{tail}")
+    return (f"{suite}: {k} of {m} pairs distinguishable at 95% (simultaneous, Bonferroni); first in order: "
+            f"{board[0]['model']} {board[0]['value']:.3g}{gap}{tail}")
 
 
 # --------------------------------------------------------------------------- the table
