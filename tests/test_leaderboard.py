@@ -168,6 +168,10 @@ def test_fifty_cards(base_card, tmp_path):
     lb = next(m for m in res["methods"] if m["suite"] == "holistic-likelihood")
     assert lb["n_compared"] == 50 and lb["m"] == 50 * 49 // 2
     assert sorted(c["rank"] for c in lb["cells"]) == list(range(1, 51))
+    # equal headlines share a rank
+    tied = leaderboard([clone_card(base_card, tmp_path / "t1", "t1", 0.1), clone_card(base_card, tmp_path / "t2", "t2", 0.1),
+                        clone_card(base_card, tmp_path / "t3", "t3", 0.0)], out=tmp_path / "tied")
+    assert [_cell(tied, "holistic-likelihood", m)["rank"] for m in ("t1", "t2", "t3")] == [2, 2, 1]
     assert len(res["pairs"]) == 4 * 1225
     page = (tmp_path / "out" / "leaderboard.html").read_text(encoding="utf-8")
     assert all(f"checkpoint-{i:02d}" in page for i in range(50))

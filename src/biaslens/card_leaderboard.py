@@ -258,8 +258,9 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
             cell["comparable"] = _differs(sigs[lab][0], ref[0], (sigs[lab][1], ref[1]))
     board = [c for c in cells if c["comparable"] == "yes"]
     board.sort(key=_order_key)
-    for k, c in enumerate(board, 1):
-        c["rank"] = k
+    keys = [_order_key(c) for c in board]
+    for c, key in zip(board, keys):
+        c["rank"] = 1 + sum(k < key for k in keys)  # ties share a rank (1, 1, 3)
     pairs = pd.DataFrame()
     if len(board) >= 2:
         pairs = simultaneous_differences([c["value"] for c in board], [c["ci_low"] for c in board],
