@@ -222,3 +222,15 @@ def test_cli_writes_the_page(base_card, tmp_path):
     assert result.exit_code == 0, result.output
     assert "holistic-likelihood:" in result.output and "leaderboard.html" in result.output
     assert pd.read_csv(tmp_path / "lb" / "leaderboard.csv")["model"].tolist() == ["before", "after"]
+
+
+def test_an_interval_that_misses_its_value_calls_nothing(base_card, tmp_path):
+    def outside(card):
+        row = next(r for r in card["methods"] if r["suite"] == "holistic-likelihood")
+        row["value"] = row["ci_high"] + 0.5  # a percentile interval can miss its estimate
+
+    cards = [clone_card(base_card, tmp_path / "a", "a", -0.5), clone_card(base_card, tmp_path / "b", "b", edit_card=outside),
+             clone_card(base_card, tmp_path / "c", "c")]
+    lb = next(m for m in leaderboard(cards, out=tmp_path / "out")["methods"] if m["suite"] == "holistic-likelihood")
+    assert lb["no_interval"] == ["b"] and lb["m"] == 1
+    assert "left out (cannot tell)" in lb["summary"]

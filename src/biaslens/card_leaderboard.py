@@ -274,7 +274,10 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
         for r in pairs[pairs["distinguishable"]].itertuples():
             board[names.index(r.model_a)]["distinguishable_from"].append(r.model_b)
             board[names.index(r.model_b)]["distinguishable_from"].append(r.model_a)
-    no_interval = [c["model"] for c in board if c["ci_low"] is None or c["ci_high"] is None or c["df"] is None]
+    # no difference can be called with these: no interval, an interval that misses its own value
+    # (a percentile bootstrap can), or no sample size
+    no_interval = [c["model"] for c in board if c["ci_low"] is None or c["ci_high"] is None or c["df"] is None
+                   or not c["ci_low"] <= c["value"] <= c["ci_high"]]
     head = next((c for c in board), next((c for c in cells if c["status"] == "complete"), {}))
     title = next((e["methods"][suite]["row"].get("title") for e in entries if suite in e["methods"]), suite)
     # the metric's name without a model in it (community's largest_sentiment_gap.<model>)
@@ -296,7 +299,7 @@ def _summary(suite: str, board: list[dict], pairs: pd.DataFrame, no_interval: li
     if m == 0:
         return f"{suite}: cannot tell which models differ: the headlines have no interval (or no sample size){tail}"
     k = int(pairs["distinguishable"].sum())
-    gap = f", {len(no_interval)} model(s) without an interval or sample size left out (cannot tell)" if no_interval else ""
+    gap = f", {len(no_interval)} model(s) without a usable interval or sample size left out (cannot tell)" if no_interval else ""
     if k == 0:
         return (f"{suite}: no two of {len(board)} models are distinguishable at 95% "
                 f"(simultaneous over {m} pairs){gap}{tail}")

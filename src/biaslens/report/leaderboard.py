@@ -129,8 +129,8 @@ def method_section(b: dict[str, Any]) -> Section:
             max_rows=30))
     intro = b["summary"] + "."
     if b["no_interval"]:
-        intro += (f" {_names(b['no_interval'])}: no interval or no sample size on the headline, so no "
-                  "difference with them can be called (cannot tell).")
+        intro += (f" {_names(b['no_interval'])}: no interval, an interval that does not contain "
+                  "its value, or no sample size on the headline, so no difference with them can be called (cannot tell).")
     return Section(b["title"], intro, tables=tables)
 
 
