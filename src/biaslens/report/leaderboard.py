@@ -75,8 +75,8 @@ def plot(result: dict[str, Any], boards: list[dict[str, Any]]):
             ok = c["comparable"] == "yes"
             color = "#4c78a8" if ok else "#999999"
             if c["ci_low"] is not None and c["ci_high"] is not None:
-                ax.errorbar(c["value"], i, xerr=[[c["value"] - c["ci_low"]], [c["ci_high"] - c["value"]]],
-                            fmt="none", ecolor=color, elinewidth=1.4, capsize=2)
+                # drawn as a segment: an interval may miss its own value (a percentile bootstrap can)
+                ax.plot([c["ci_low"], c["ci_high"]], [i, i], "-|", color=color, lw=1.4, ms=5)
             ax.plot(c["value"], i, "o", color=color, mfc=color if ok else "white", ms=5)
             if c["noise_floor"] is not None:
                 ax.plot(c["noise_floor"], i, "x", color="#e45756", ms=5)
