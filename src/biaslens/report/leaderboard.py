@@ -24,7 +24,7 @@ PROCEDURE = ("Which differences are distinguishable: per method, Bonferroni-simu
              "pairwise difference among the comparable models (m pairs, each at level 1 - 0.05/m), with each model's "
              "standard error read off the half of its own 95% interval that faces the other model, and the ratio "
              "referred to Student's t with the degrees of freedom of the units the intervals rest on (descriptors, "
-             "keywords, template pairs; the smaller of the two). The chance of calling any pair different when no two models differ is at most 5% per method (valid for independent "
+             "keywords, template pairs; the smaller of the two). The chance of calling any pair different when no two models differ is at most about 5% per method (valid for independent "
              "estimates, conservative for estimates made on the same items). A pair whose intervals overlap can "
              "still differ, and overlapping bars in the plot are not a test: read the 'distinguishable from' column.")
 
