@@ -99,6 +99,10 @@ def test_runs_that_measured_different_things_are_not_comparable(base_card, tmp_p
     assert _cell(res, "fairpair", "d")["comparable"] == "failed" and _cell(res, "fairpair", "d")["rank"] is None
     lb = next(m for m in res["methods"] if m["suite"] == "holistic-likelihood")
     assert lb["n_compared"] == 2 and lb["m"] == 1
+    (cards[1] / "community" / "run.json").unlink()
+    res = leaderboard(cards, out=tmp_path / "out")
+    assert _cell(res, "community", "b")["comparable"] == (
+        "not comparable: a run.json is missing, so what the run measured is unknown")
     page = (tmp_path / "out" / "leaderboard.html").read_text(encoding="utf-8")
     assert "not comparable: differs in budget (default vs smoke of the ranked models)" in page and "Warning:" in page
 

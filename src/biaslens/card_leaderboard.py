@@ -184,6 +184,8 @@ def _signature(entry: dict[str, Any], suite: str, key: str | None) -> dict[str, 
 
 
 def _differs(sig: dict[str, Any], ref: dict[str, Any], budgets: tuple[Any, Any]) -> str:
+    if "run.json" in sig or "run.json" in ref:
+        return "not comparable: a run.json is missing, so what the run measured is unknown"
     what = []
     for k in dict.fromkeys([*ref, *sig]):
         if json.dumps(sig.get(k), sort_keys=True, default=str) != json.dumps(ref.get(k), sort_keys=True, default=str):
@@ -192,8 +194,6 @@ def _differs(sig: dict[str, Any], ref: dict[str, Any], budgets: tuple[Any, Any])
                             else "budget settings")
             elif k == "headline metric":
                 what.append(f"headline metric ({sig.get(k)} vs {ref.get(k)} of the ranked models)")
-            elif k == "run.json":
-                what.append("run.json missing: what the run measured is unknown")
             else:
                 what.append(k)
     return "not comparable: differs in " + ", ".join(what)
