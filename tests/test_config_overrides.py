@@ -112,15 +112,17 @@ def test_every_command_has_a_python_function():
 
     import biaslens
     import biaslens.bias_card  # noqa: F401 - importing the submodules must not shadow a function's name
+    import biaslens.cli.leaderboard  # noqa: F401
     import biaslens.suites.compare  # noqa: F401
 
     commands = {"run": "run", "report": "rerender", "card": "card", "compare": "compare",
                 "check-backend": "check_backend", "debias": "debias", "finetune community": "finetune_community",
                 "tune style-equality": "tune_style_equality", "downstream dst": "downstream_dst",
-                "downstream generation": "downstream_generation"}
+                "downstream generation": "downstream_generation", "leaderboard": "leaderboard"}
     for command, name in commands.items():
         fn = getattr(biaslens, name)
         assert callable(fn) and inspect.getdoc(fn), f"{command}: biaslens.{name} has no docstring"
         assert name in biaslens.__all__
-    code = "import sys, biaslens; biaslens.compare; biaslens.card; print('torch' in sys.modules)"
+    code = ("import sys, biaslens; biaslens.compare; biaslens.card; biaslens.leaderboard; "
+            "import biaslens.card_leaderboard, biaslens.report.leaderboard; print('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

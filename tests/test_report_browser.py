@@ -248,3 +248,46 @@ def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
     assert len(links) == 5 and all((out / href).is_file() for href in links), links
     png = screenshot(page, tmp_path)
     shutil.copy(png, tmp_path / "card-page.png")
+
+
+def test_leaderboard_page_renders_and_fits_in_chromium(tmp_path, style_encoder):
+    """The leaderboard of 3 and of 50 cards (copies of one fake-model card with other numbers,
+    tests/card_clones.py): no console errors, the plot inline, no sideways scrolling at 1280 px,
+    the verdict first; the screenshots are saved for a look."""
+    import numpy as np
+    from card_clones import clone_card
+    from rich.console import Console
+
+    from biaslens.bias_card import make_card
+    from biaslens.card_leaderboard import leaderboard
+
+    base = tmp_path / "card"
+    make_card({"model": "fake", "cache_dir": str(tmp_path / "c")}, out=base, budget="smoke",
+              methods=["holistic-likelihood", "redditbias", "holistic-generation", "community"],
+              console=Console(stderr=True, quiet=True))
+
+    def other_seed(suite, record):
+        record["config"]["seed"] = 3
+
+    rng = np.random.default_rng(1)
+    few = [clone_card(base, tmp_path / "few" / "base-model", "base-model"),
+           clone_card(base, tmp_path / "few" / "debiased", "debiased", {"holistic-likelihood": -0.5, "redditbias": -0.3}),
+           clone_card(base, tmp_path / "few" / "other-seed", "community/fine-tune-with-a-long-name", 0.1,
+                      edit_run=other_seed)]
+    many = [clone_card(base, tmp_path / "many" / f"m{i:02d}", f"org/checkpoint-{i:02d}", float(rng.normal(0, 0.1)))
+            for i in range(50)]
+    for name, cards in (("leaderboard-3", few), ("leaderboard-50", many)):
+        out = tmp_path / name
+        leaderboard(cards, out=out)
+        page = out / "leaderboard.html"
+        dom, console = dump_dom(page, tmp_path)
+        s = check_structure(dom, console, name)
+        assert len(s.imgs) == 1, "one plot: every method, models on one axis"
+        assert s.tables[0] == 1 + len(cards), "the overview has a header and one row per model"
+        layout = measure_layout(page, tmp_path)
+        assert layout["scrollWidth"] <= layout["clientWidth"], f"{name}: the page scrolls sideways: {layout}"
+        assert not layout["wide"], f"{name}: tables wider than their box: {layout['wide']}"
+        assert layout["afterTitle"] == "headline" and layout["order"][0] == "headline", layout
+        png = tmp_path / f"{name}.png"
+        res = chromium([f"--screenshot={png}", "--window-size=1280,2400", "--hide-scrollbars", page.as_uri()], tmp_path)
+        assert res.returncode == 0 and png.stat().st_size > 10_000, res.stderr[-2000:]

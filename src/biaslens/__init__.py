@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "compare", "check_backend", "debias",
+__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "leaderboard", "compare", "check_backend", "debias",
            "debias_grid", "DebiasOptions", "TrainingConfig", "finetune_community", "tune_style_equality",
            "downstream_dst", "downstream_generation", "RunConfig", "load_model", "load_holistic_dataset",
            "build_sentences"]
@@ -23,6 +23,7 @@ _LAZY = {
     "rerender": "biaslens.api:rerender",
     "card": "biaslens.bias_card:make_card",
     "compare_cards": "biaslens.bias_card:compare_cards",
+    "leaderboard": "biaslens.card_leaderboard:leaderboard",
     "compare": "biaslens.suites.compare:compare_runs",
     "check_backend": "biaslens.engine.backend_check:check_backend",
     "debias": "biaslens.mitigation.redditbias:debias",

@@ -1,0 +1,103 @@
+"""Which of several models' headline numbers differ, with the family-wise error controlled.
+
+A leaderboard compares every pair of k models (m = k(k-1)/2 comparisons); calling a pair
+different whenever its two 95% intervals miss each other, or whenever one unadjusted test says
+p < 0.05, declares spurious differences far more often than 5% of the time once k is more than
+two or three. :func:`simultaneous_differences` gives Bonferroni-adjusted (simultaneous)
+intervals for all pairwise differences: with probability at least 1 - alpha every one of the m
+intervals covers its true difference, so the chance of calling any pair different when no two
+models differ is at most alpha.
+
+Only each model's headline and its 95% interval are needed (cards keep no per-item table that
+all methods share). Each side's standard error is read off its interval, from the half that
+faces the other model (intervals of bounded or skewed statistics are asymmetric):
+``se = half-width / z(0.975)``, and the difference's standard error is
+``sqrt(se_a**2 + se_b**2)``. That is exact for independent normal estimates and conservative
+when the two estimates are positively correlated (same items scored by both models), which is
+how the cards are made; it is not valid for negatively correlated estimates. Standard errors
+estimated from few units make the ratio heavier-tailed than normal, which matters far out in
+Bonferroni's tail: pass each model's degrees of freedom (``df``) to refer it to Student's t.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+__all__ = ["simultaneous_differences", "pairwise_tests"]
+
+
+def pairwise_tests(values: ArrayLike, ci_low: ArrayLike, ci_high: ArrayLike, *, alpha: float = 0.05,
+                   ci_level: float = 0.95, df: ArrayLike | None = None) -> dict[str, np.ndarray]:
+    """The arrays behind :func:`simultaneous_differences`, for a batch: inputs ``(..., k)``,
+    outputs ``(..., m_all)`` over the pairs ``np.triu_indices(k, 1)`` (``m`` per batch row)."""
+    v, lo, hi = (np.asarray(a, dtype=np.float64) for a in (values, ci_low, ci_high))
+    ok = np.isfinite(v) & np.isfinite(lo) & np.isfinite(hi) & (lo <= v) & (v <= hi)
+    i, j = np.triu_indices(v.shape[-1], 1)
+    diff = v[..., i] - v[..., j]
+    z_ci = norm.ppf(0.5 + ci_level / 2)
+    # the half of each interval that faces the other model
+    up = diff >= 0
+    s_i = np.where(up, v[..., i] - lo[..., i], hi[..., i] - v[..., i]) / z_ci
+    s_j = np.where(up, hi[..., j] - v[..., j], v[..., j] - lo[..., j]) / z_ci
+    se = np.sqrt(s_i ** 2 + s_j ** 2)
+    usable = ok[..., i] & ok[..., j] & (se > 0)
+    pair_df = None
+    if df is not None:
+        d = np.broadcast_to(np.asarray(df, dtype=np.float64), v.shape)
+        pair_df = np.minimum(d[..., i], d[..., j])
+        usable &= np.isfinite(pair_df) & (pair_df >= 1)
+    m = usable.sum(axis=-1, keepdims=True)
+    q = 1 - alpha / (2 * np.maximum(m, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.abs(diff) / se
+        if pair_df is None:
+            crit, tail = norm.ppf(q) * np.ones_like(diff), norm.sf(ratio)
+        else:
+            safe = np.where(usable, pair_df, 1.0)
+            # few distinct (m, df): the quantile once per distinct pair of them
+            keys, inverse = np.unique(np.stack([np.broadcast_to(q, diff.shape), safe], -1).reshape(-1, 2),
+                                      axis=0, return_inverse=True)
+            crit = student_t.ppf(keys[:, 0], keys[:, 1])[inverse.reshape(-1)].reshape(diff.shape)
+            tail = student_t.sf(ratio, safe)
+        p = np.minimum(1.0, m * 2 * tail)
+    return {"usable": usable, "diff": diff, "se": se, "critical": crit, "p_adj": p, "m": m[..., 0],
+            "distinguishable": usable & (ratio > crit)}
+
+
+def simultaneous_differences(values: ArrayLike, ci_low: ArrayLike, ci_high: ArrayLike, *, alpha: float = 0.05,
+                             ci_level: float = 0.95, df: ArrayLike | None = None) -> pd.DataFrame:
+    """All pairwise differences ``values[i] - values[j]`` (i < j) with Bonferroni-simultaneous intervals.
+
+    Args:
+        values, ci_low, ci_high: each model's estimate and its two-sided ``ci_level`` interval;
+            a model without a finite interval is left out of the family (its pairs get NaN and
+            ``distinguishable`` False).
+        alpha: the family-wise error rate over all pairs that have intervals.
+        df: per model, the degrees of freedom of its standard error (the number of independent
+            units its interval rests on, less one); a pair is referred to Student's t with the
+            smaller of its two (Welch's conservative choice). None: normal (large samples). An
+            estimated standard error makes the ratio heavier-tailed than normal, and Bonferroni
+            works far out in that tail (z = 4.1 for 50 models), so a small-sample interval needs it.
+
+    Returns:
+        One row per pair: ``i``, ``j``, ``diff``, ``se``, ``ci_low``, ``ci_high`` (the
+        simultaneous ``1 - alpha`` interval of the difference), ``p_adj`` (Bonferroni-adjusted
+        two-sided p, consistent with the interval: ``p_adj < alpha`` exactly when the interval
+        excludes 0), ``distinguishable``, and ``m`` (pairs in the family).
+        A pair whose facing half-widths are both 0 has no usable uncertainty: NaN, not
+        distinguishable.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    r = pairwise_tests(v, ci_low, ci_high, alpha=alpha, ci_level=ci_level, df=df)
+    i, j = np.triu_indices(v.shape[-1], 1)
+    usable, diff, se, z_m, p, m = r["usable"], r["diff"], r["se"], r["critical"], r["p_adj"], int(r["m"])
+    nan = np.full(diff.shape, np.nan)
+    return pd.DataFrame({
+        "i": i, "j": j, "diff": np.where(usable, diff, nan), "se": np.where(usable, se, nan),
+        "ci_low": np.where(usable, diff - z_m * se, nan), "ci_high": np.where(usable, diff + z_m * se, nan),
+        "p_adj": np.where(usable, p, nan), "distinguishable": r["distinguishable"],
+        "critical": np.where(usable, z_m, nan), "m": m})
