@@ -73,10 +73,13 @@ def simultaneous_differences(values: ArrayLike, ci_low: ArrayLike, ci_high: Arra
     """All pairwise differences ``values[i] - values[j]`` (i < j) with Bonferroni-simultaneous intervals.
 
     Args:
-        values, ci_low, ci_high: each model's estimate and its two-sided ``ci_level`` interval;
-            a model without a finite interval is left out of the family (its pairs get NaN and
+        values: each model's estimate.
+        ci_low: the lower end of each model's two-sided ``ci_level`` interval; a model without
+            a finite interval is left out of the family (its pairs get NaN and
             ``distinguishable`` False).
+        ci_high: the upper end of that interval.
         alpha: the family-wise error rate over all pairs that have intervals.
+        ci_level: the level of the models' own intervals (their half-widths give the standard errors).
         df: per model, the degrees of freedom of its standard error (the number of independent
             units its interval rests on, less one); a pair is referred to Student's t with the
             smaller of its two (Welch's conservative choice). None: normal (large samples). An
