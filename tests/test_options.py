@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+import pytest
 import typer
 from pydantic import Field
 from typer.testing import CliRunner
@@ -100,6 +101,15 @@ def test_flags_reach_the_config_as_before():
     assert "sample" not in c.model_fields_set  # a flag not given leaves the field unset
 
 
+def test_the_type_checkers_run_config_lists_the_composed_sections():
+    from biaslens.config import suite_sections
+
+    tree = ast.parse((Path(biaslens.__file__).parent / "config.py").read_text())
+    [declared] = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "RunConfig"]
+    annotations = {a.target.id: a.annotation.id for a in declared.body if isinstance(a, ast.AnnAssign)}
+    assert annotations == {key: cls.__name__ for key, cls in suite_sections().items()}
+
+
 def test_a_misspelt_flag_gets_the_closest_name():
     r = CliRunner().invoke(app, ["run", "--fairpair-temprature", "0.5"])
     assert r.exit_code == 2 and "--fairpair-temperature" in r.output
@@ -136,6 +146,82 @@ def test_help_of_generated_commands_loads_no_model_library():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+# training commands: YAML, -S and flags, fast (the training itself is replaced)
+
+@pytest.fixture
+def captured(monkeypatch):
+    import biaslens.mitigation.redditbias as rb
+    import biaslens.models
+    import biaslens.suites.downstream as ds
+
+    got: dict = {}
+    monkeypatch.setattr(biaslens.models, "model_folder", lambda name: Path(name))
+
+    def fake_debias(model_path, out, opts, keep_checkpoints=False):
+        got["debias"] = opts
+        return (type("R", (), {"resumed_from": None, "steps": 1, "train_loss": 0.5})(),
+                {"n_train_texts": 1, "data_source": "test"})
+
+    def fake_dst(model, train, test, folder, **kw):
+        got["dst"] = dict(kw, model=model, train=train, folder=folder)
+        return {"scores": {"f1": 0.5}}
+
+    monkeypatch.setattr(rb, "debias", fake_debias)
+    monkeypatch.setattr(ds, "run_dst", fake_dst)
+    return got
+
+
+def test_a_training_command_reads_yaml_then_flags_then_set(tmp_path, captured):
+    (tmp_path / "train.json").write_text("{}")
+    cfg = tmp_path / "dst.yaml"
+    cfg.write_text(f"model: some-model\ntrain: {tmp_path / 'train.json'}\ntest: {tmp_path / 'train.json'}\n"
+                   f"out: {tmp_path / 'o'}\nepochs: 2\nbatch_size: 16\nlr: 0.001\n")
+    r = CliRunner().invoke(app, ["downstream", "dst", "--config", str(cfg), "--batch-size", "4", "--epochs", "3",
+                                 "-S", "epochs=5"])
+    assert r.exit_code == 0, r.output
+    got = captured["dst"]
+    assert (got["epochs"], got["batch_size"], got["lr"], got["max_steps"]) == (5, 4, 0.001, -1)
+    assert got["model"] == Path("some-model") and got["folder"] == tmp_path / "o"
+
+
+def test_debias_takes_yaml_and_set(tmp_path, captured):
+    cfg = tmp_path / "debias.yaml"
+    cfg.write_text(f"bias_type: religion1\nout: {tmp_path / 'o'}\nlm_weight: 0.5\nevaluate: false\n"
+                   "max_template_pairs: 8\nspec_files: []\n")
+    r = CliRunner().invoke(app, ["debias", "lmd", "-c", str(cfg), "-S", "max_steps=1", "--batch-size", "2",
+                                 "--no-start-token"])
+    assert r.exit_code == 0, r.output
+    opts = captured["debias"]
+    assert (opts.method, opts.spec.name, opts.max_template_pairs) == ("lmd", "religion1", 8)
+    assert (opts.training.lm_weight, opts.training.max_steps, opts.training.batch_size) == (0.5, 1, 2)
+    assert opts.score_first_token is False
+
+
+@pytest.mark.parametrize("command, text, hint", [
+    (["debias", "cda"], "bias_tpye: religion1\n", "did you mean bias_type"),
+    (["finetune", "community"], "data: x.csv\nout: o\nlerning_rate: 0.1\n", "did you mean learning_rate"),
+    (["tune", "style-equality"], "generations: g\nout: o\npatiense: 2\n", "did you mean patience"),
+    (["downstream", "generation"], "train: a\ntest: b\nepoch: 2\n", "did you mean epochs"),
+])
+def test_a_misspelt_yaml_field_of_a_training_command_is_named(tmp_path, command, text, hint):
+    cfg = tmp_path / "typo.yaml"
+    cfg.write_text(text)
+    r = CliRunner().invoke(app, [*command, "--config", str(cfg)])
+    assert r.exit_code == 2 and hint in r.output and str(cfg) in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+def test_a_misspelt_set_key_of_a_training_command_is_named(tmp_path):
+    r = CliRunner().invoke(app, ["debias", "cda", "-b", "religion1", "-o", str(tmp_path / "o"), "-S", "epoch=1"])
+    assert r.exit_code == 2 and "has no field 'epoch'; did you mean epochs?" in r.output, r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_required_training_field_is_named_by_its_flag(tmp_path):
+    r = CliRunner().invoke(app, ["finetune", "community", "--data", "x.csv"])
+    assert r.exit_code == 2 and "error: --out: is required" in r.output, r.output
 
 
 def test_run_reads_the_suite_from_the_yaml(tmp_path):

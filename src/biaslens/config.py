@@ -4,7 +4,7 @@ that ``biaslens.run(config)`` accepts directly in Python."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -171,15 +171,24 @@ def suite_sections() -> dict[str, type[Section]]:
         if found:
             for obj in vars(importlib.import_module(name)).values():
                 if isinstance(obj, type) and issubclass(obj, Section) and obj.__module__ == name and obj.section:
+                    if obj.section in RunConfigBase.model_fields:
+                        raise ValueError(f"{name}: section {obj.section!r} is a field of every run; choose another")
                     sections.setdefault(obj.section, obj)
     return sections
 
 
-#: Everything a run needs: :class:`RunConfigBase` plus one section per suite's options
-#: (``redditbias``, ``fairpair``, ``generation``, ``community``). Unknown fields are errors, so
-#: typos do not pass silently.
-RunConfig = create_model("RunConfig", __base__=RunConfigBase, __module__=__name__, __doc__=RunConfigBase.__doc__,
-                         **{key: (cls, Field(default_factory=cls)) for key, cls in suite_sections().items()})
+if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
+    class RunConfig(RunConfigBase):
+        redditbias: RedditBiasOptions
+        fairpair: FairPairOptions
+        generation: GenerationOptions
+        community: CommunityOptions
+else:
+    RunConfig = create_model(
+        "RunConfig", __base__=RunConfigBase, __module__=__name__,
+        __doc__="Everything a run needs: RunConfigBase plus one section per registered suite's options module. "
+                "Unknown fields are errors, so typos do not pass silently.",
+        **{key: (cls, Field(default_factory=cls)) for key, cls in suite_sections().items()})
 
 
 #: pydantic's bound errors in plain words ("must be at least 1")
