@@ -143,7 +143,7 @@ def test_cli_errors_are_one_line(tmp_path):
     from biaslens.cli.app import app
 
     r = CliRunner().invoke(app, ["debias", "lmd", "-b", "religion1", "--out", str(tmp_path / "o"), "--batch-size", "0"])
-    assert r.exit_code == 2 and "error: --batch-size must be at least 1" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "error: --batch-size: must be at least 1" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(app, ["debias", "add", "-b", "religion1", "--out", str(tmp_path / "o"),
                                  "--data-dir", str(tmp_path)])
     assert r.exit_code == 2 and "bias_manual_train.txt" in r.output

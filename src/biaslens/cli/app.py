@@ -4,6 +4,7 @@ clear line (exit code 2) instead of a traceback."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from pathlib import Path
@@ -17,7 +18,10 @@ from biaslens.cli.compare import compare as compare_command
 from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
+from biaslens.cli.options import GroupedOptions, generated_command, load_config
+from biaslens.config import RunConfig
 from biaslens.environment import default_console
+from biaslens.options import flag_specs
 
 
 class _ReadableHelp(TyperGroup):
@@ -130,232 +134,44 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
 
     apply_environment_policy()  # the API applies it too (a notebook behaves the same)
     if not verbose:
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
-        except ImportError:  # pragma: no cover - core dependency
-            pass
+        # what transformers.utils.logging's disable_progress_bar/set_verbosity_error do, read when it is
+        # imported: set here so that commands that never load a model (--help) do not import it
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-@app.command()
-def run(
-    suite: str = typer.Argument("holistic-likelihood", help="Suite to run (see `biaslens suites`)."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="'smollm2-135m' (embedded, default), 'fake', a Hugging Face id or a local folder."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default runs/<suite>-<model>-<time>)."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML file with any RunConfig field; flags override it."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", "-S", metavar="SECTION.FIELD=VALUE", help="Any RunConfig field as section.field=value (YAML value), e.g. -S fairpair.temperature=0.8; repeatable; applied last."),
-    sample: Optional[int] = typer.Option(None, help="About N sentences, stratified, whole (axis, template, descriptor) groups [default 6000]."),
-    full: bool = typer.Option(False, "--full", help="Every sentence (HolisticBias v1.0: 460,980)."),
-    axes: Optional[str] = typer.Option(None, help="Comma-separated axes, e.g. ability,age."),
-    templates: Optional[str] = typer.Option(None, help="Templates separated by '|', e.g. 'I love {plural_noun_phrase}.'"),
-    seed: Optional[int] = typer.Option(None, help="Seed for sampling [default 0]."),
-    dataset_dir: Optional[Path] = typer.Option(None, help="HolisticBias folder in the official format (default: built-in v1.0)."),
-    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own descriptors/nouns/templates JSON, merged in (repeatable)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N, mps [default cpu]."),
-    dtype: Optional[str] = typer.Option(None, help="float32 (exact, default), bf16-fast (CPU with native bfloat16: ~2x, median perplexity error 0.5%, see docs/benchmarks.md), bfloat16, float16."),
-    batch_size: Optional[int] = typer.Option(None, help="Texts per forward pass [default per backend: causal 256 scoring, 32 generation]."),
-    start_token: Optional[str] = typer.Option(None, help="Document-start token prepended before each text (default chosen per model, recorded in run.json)."),
-    no_start_token: bool = typer.Option(False, "--no-start-token", help="Reference-compatible scoring: no start token, the first token is not scored."),
-    trust_remote_code: bool = typer.Option(False, help="Allow the model repository's own code to run."),
-    compile: bool = typer.Option(False, "--compile", help="Score through torch.compile (~2 min to compile; padded batches, no prefix packing): for large runs of models the packed path does not cover (Llama, Qwen2/3 and GPT-2 are packed and faster without it)."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="auto (embedded/fake/Hugging Face by name, default), hf, vllm (vLLM offline engine) or openai (an OpenAI-compatible server, with --base-url).", rich_help_panel="Backend and executor"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1.", rich_help_panel="Backend and executor"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="openai backend: environment variable holding the API key [default OPENAI_API_KEY]; the key is never logged or stored.", rich_help_panel="Backend and executor"),
-    api: Optional[str] = typer.Option(None, "--api", help="openai backend: completions (default) or chat, for generation.", rich_help_panel="Backend and executor"),
-    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", help="openai backend: requests in flight [default 8].", rich_help_panel="Backend and executor"),
-    requests_per_second: Optional[float] = typer.Option(None, "--requests-per-second", help="openai backend: rate limit [default unlimited].", rich_help_panel="Backend and executor"),
-    executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray: batches as Ray Data batch inference, one model replica per actor.", rich_help_panel="Backend and executor"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="ray executor: cluster address [default: start a local cluster].", rich_help_panel="Backend and executor"),
-    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="ray executor: model replicas [default one per GPU, 2 on CPU].", rich_help_panel="Backend and executor"),
-    cache_dir: Optional[Path] = typer.Option(None, help="Call-cache folder (default ~/.cache/biaslens)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
-    alpha: Optional[float] = typer.Option(None, help="Significance level [default 0.05]."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="redditbias: a RedditBias checkout (data/<bias_type>/...); without it, phrases come from the bias specifications.", rich_help_panel="RedditBias"),
-    split: Optional[str] = typer.Option(None, "--split", help="redditbias: paired files to use, test or valid [default test].", rich_help_panel="RedditBias"),
-    perplexity_column: Optional[str] = typer.Option(None, "--perplexity-column", help="redditbias: evaluate this precomputed column of the paired files (no model), e.g. perplexity.", rich_help_panel="RedditBias"),
-    bias_types: Optional[str] = typer.Option(None, "--bias-types", help="redditbias: comma-separated bias types [default all: religion1,religion2,race,gender,orientation].", rich_help_panel="RedditBias"),
-    spec_file: Optional[list[Path]] = typer.Option(None, "--spec-file", metavar="<file>", help="redditbias: your own bias specification, YAML or JSON (repeatable).", rich_help_panel="RedditBias"),
-    counterfactual_mode: Optional[str] = typer.Option(None, "--counterfactual-mode", help="redditbias: default (shared term matcher: whole words with plural/possessive/compound forms, case kept) or reference (the authors' lowercase substring swap with their t1<->t2 exchange).", rich_help_panel="RedditBias"),
-    outlier_removal: Optional[str] = typer.Option(None, "--outlier-removal", help="redditbias: auto (off for the *_reduced files), on or off.", rich_help_panel="RedditBias"),
-    reference_text: Optional[Path] = typer.Option(None, "--reference-text", help="redditbias: text file for LM perplexity [default humanref6k.txt under --data-dir].", rich_help_panel="RedditBias"),
-    fairpair_occupations: Optional[str] = typer.Option(None, "--fairpair-occupations", help="fairpair: comma-separated occupations [default the paper's 60; 5 on the embedded model].", rich_help_panel="FairPair"),
-    fairpair_n_occupations: Optional[int] = typer.Option(None, "--fairpair-n-occupations", help="fairpair: the first N of the paper's occupations.", rich_help_panel="FairPair"),
-    fairpair_names: Optional[list[str]] = typer.Option(None, "--fairpair-names", metavar="<pair>", help="fairpair: name pair 'John/Jane' or 'John:man/Jane:woman' (repeatable) [default John:man/Jane:woman].", rich_help_panel="FairPair"),
-    fairpair_descriptors: Optional[str] = typer.Option(None, "--fairpair-descriptors", help="fairpair: comma-separated descriptors before the noun, e.g. 'young,old' (HolisticBias terms).", rich_help_panel="FairPair"),
-    fairpair_samples: Optional[int] = typer.Option(None, "--fairpair-samples", help="fairpair: continuations per prompt [100; 20 on the embedded model].", rich_help_panel="FairPair"),
-    fairpair_max_new_tokens: Optional[int] = typer.Option(None, "--fairpair-max-new-tokens", help="fairpair: tokens per continuation [128; 32 on the embedded model].", rich_help_panel="FairPair"),
-    fairpair_top_p: Optional[float] = typer.Option(None, "--fairpair-top-p", help="fairpair: nucleus sampling top-p [default 0.9].", rich_help_panel="FairPair"),
-    fairpair_temperature: Optional[float] = typer.Option(None, "--fairpair-temperature", help="fairpair: sampling temperature [default 1.0].", rich_help_panel="FairPair"),
-    fairpair_chat: bool = typer.Option(False, "--fairpair-chat", help="fairpair: wrap prompts in the model's chat template (default: plain continuation).", rich_help_panel="FairPair"),
-    fairpair_perturber: Optional[str] = typer.Option(None, "--fairpair-perturber", help="fairpair: rule (default, deterministic) or llm (the paper's instruction).", rich_help_panel="FairPair"),
-    fairpair_perturber_model: Optional[str] = typer.Option(None, "--fairpair-perturber-model", help="fairpair: model for --fairpair-perturber llm [default the evaluated model].", rich_help_panel="FairPair"),
-    fairpair_mapping_file: Optional[Path] = typer.Option(None, "--fairpair-mapping-file", help="fairpair: your own word-pair YAML for the rule perturber.", rich_help_panel="FairPair"),
-    fairpair_dissimilarities: Optional[str] = typer.Option(None, "--fairpair-dissimilarities", help="fairpair: comma-separated, from jaccard,sentiment,embedding [default all three].", rich_help_panel="FairPair"),
-    fairpair_k_folds: Optional[int] = typer.Option(None, "--fairpair-k-folds", help="fairpair: folds of the k-fold variant [default 10].", rich_help_panel="FairPair"),
-    fairpair_generations: Optional[Path] = typer.Option(None, "--fairpair-generations", help="fairpair: precomputed continuations, JSONL, CSV or Parquet with prompt and response (no model).", rich_help_panel="FairPair"),
-    gen_max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", help="holistic-generation: tokens per response [default 32].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_min_new_tokens: Optional[int] = typer.Option(None, "--min-new-tokens", help="holistic-generation: minimum response tokens (paper: 20) [default 0].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_num_beams: Optional[int] = typer.Option(None, "--num-beams", help="holistic-generation: beam size (paper: 10 DialoGPT, 3 BlenderBot) [default 1, greedy].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_no_repeat_ngram_size: Optional[int] = typer.Option(None, "--no-repeat-ngram-size", help="holistic-generation: block repeated n-grams in the response [default 3, as the paper].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_do_sample: bool = typer.Option(False, "--do-sample", help="holistic-generation: sample (seeded) instead of greedy/beam search.", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_n: Optional[int] = typer.Option(None, "--num-responses", help="holistic-generation: responses per prompt (needs --do-sample) [default 1].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_temperature: Optional[float] = typer.Option(None, "--temperature", help="holistic-generation: sampling temperature [default 1.0].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_top_p: Optional[float] = typer.Option(None, "--top-p", help="holistic-generation: nucleus sampling top-p [default 0.9].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_persona: Optional[list[str]] = typer.Option(None, "--persona", metavar="<line>", help="holistic-generation: a context line before the prompt, e.g. 'your persona: I love dogs.' (repeatable; paper: two).", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_generations: Optional[Path] = typer.Option(None, "--generations", help="holistic-generation: precomputed responses, JSONL, CSV or Parquet with prompt (or prompt_id) and response (no model).", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_nouns_per_gender: Optional[int] = typer.Option(None, "--nouns-per-gender", help="holistic-generation: sampled runs keep N nouns per noun gender [default 1].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_style_classifier: Optional[str] = typer.Option(None, "--style-classifier", help="holistic-generation: head (offline trained head, default), zero-shot (offline) or a Hugging Face text-classification model.", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_style_inventory: Optional[Path] = typer.Option(None, "--style-inventory", help="holistic-generation: your own styles YAML for the zero-shot classifier.", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_style_clusters: Optional[Path] = typer.Option(None, "--style-clusters", help="holistic-generation: clusters YAML (cluster: [style, ...]) [default the paper's six].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_offensiveness_classifier: Optional[str] = typer.Option(None, "--offensiveness-classifier", help="holistic-generation/-offensiveness: auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), alt-profanity-check, detoxify or a Hugging Face classifier.", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_n_permutations: Optional[int] = typer.Option(None, "--n-permutations", help="holistic-generation: noise-floor permutations [default 200; 0 off].", rich_help_panel="HolisticBias generation / offensiveness"),
-    gen_variants: Optional[bool] = typer.Option(None, "--variants/--no-variants", help="holistic-generation: seeded stylistic variants of the prompts, as the paper (A.3) [default on].", rich_help_panel="HolisticBias generation / offensiveness"),
-    community_model: Optional[list[str]] = typer.Option(None, "--community-model", metavar="<model>", help="community: a model to compare (repeatable): a folder from `biaslens finetune community` or a base model; --model, when given, comes first.", rich_help_panel="Community"),
-    community_n: Optional[int] = typer.Option(None, "--n", help="community: generations per prompt (default 50, as the paper).", rich_help_panel="Community"),
-    community_generations: Optional[list[Path]] = typer.Option(None, "--community-generations", metavar="<file>", help="community: precomputed replies, JSONL, CSV or Parquet with prompt (or prompt_id), response and optionally model (repeatable).", rich_help_panel="Community"),
-    community_templates: Optional[Path] = typer.Option(None, "--community-templates", help="community: your own templates YAML (default: the paper's six).", rich_help_panel="Community"),
-    community_keywords: Optional[Path] = typer.Option(None, "--community-keywords", help="community: your own demographics/keywords YAML (default: the paper's 15 demographics).", rich_help_panel="Community"),
-    community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five).", rich_help_panel="Community"),
-    toxicity_classifier: Optional[str] = typer.Option(None, "--toxicity-classifier", help="community: auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), alt-profanity-check, detoxify or a Hugging Face classifier.", rich_help_panel="Community"),
-    from_lm_eval: Optional[Path] = typer.Option(None, "--from-lm-eval", help="holistic-likelihood, redditbias: lm-eval's --log_samples file of the task `biaslens export lm-eval` wrote; analysed with no model calls (needs --tokenizer).", rich_help_panel="lm-evaluation-harness"),
-    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="with --from-lm-eval: the model folder (or smollm2-135m) whose tokenizer counts each text's tokens.", rich_help_panel="lm-evaluation-harness"),
-    no_identity_masking: bool = typer.Option(False, "--no-identity-masking", help="community, holistic-offensiveness, holistic-generation: headline toxicity/offensiveness scored on the text as generated (paper-faithful) instead of with the identity term replaced by a neutral placeholder; the other figure is still shown beside it."),
-):
+def run(**a):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
-    guard(_run, **locals())
+    guard(_run, a)
 
 
-def _run(**a):
+def _run(a: dict) -> None:
     from biaslens.api import run as api_run
-    from biaslens.config import ConfigError, RunConfig
+    from biaslens.config import RunConfig
 
-    overrides: dict = {"suite": a["suite"]}
-    m: dict = {}
-    for key in ("device", "dtype", "batch_size", "start_token", "backend", "base_url", "api_key_env", "api",
-                "max_concurrency", "requests_per_second"):
-        if a[key] is not None:
-            m[key] = a[key]
-    ex = {f: a[k] for k, f in (("executor", "kind"), ("ray_address", "ray_address"), ("ray_workers", "workers"))
-          if a[k] is not None}
-    if ex:
-        overrides["executor"] = ex
-    if a["model"] is not None:
-        m["name"] = a["model"]
-    if a["no_start_token"]:
-        m["score_first_token"] = False
-    if a["trust_remote_code"]:
-        m["trust_remote_code"] = True
-    if a["compile"]:
-        m["compile"] = True
-    if m:
-        overrides["model"] = m
-    for key in ("out", "sample", "seed", "dataset_dir", "cache_dir", "alpha"):
-        if a[key] is not None:
-            overrides[key] = a[key]
-    if a["full"]:
-        overrides["full"] = True
-    if a["no_cache"]:
-        overrides["use_cache"] = False
-    if a["axes"]:
-        overrides["axes"] = [s.strip() for s in a["axes"].split(",") if s.strip()]
-    if a["templates"]:
-        overrides["templates"] = [s.strip() for s in a["templates"].split("|") if s.strip()]
-    if a["extra_dataset_file"]:
-        overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
-    rb: dict = {k: a[k] for k in ("data_dir", "split", "perplexity_column", "counterfactual_mode", "outlier_removal",
-                                  "reference_text") if a[k] is not None}
-    if a["bias_types"]:
-        rb["bias_types"] = [s.strip() for s in a["bias_types"].split(",") if s.strip()]
-    if a["spec_file"]:
-        rb["spec_files"] = list(a["spec_file"])
-    if rb:
-        overrides["redditbias"] = rb
-    fp: dict = {k[len("fairpair_"):]: a[k] for k in ("fairpair_n_occupations", "fairpair_samples",
-                                                        "fairpair_max_new_tokens", "fairpair_top_p",
-                                                        "fairpair_temperature", "fairpair_perturber",
-                                                        "fairpair_perturber_model", "fairpair_mapping_file",
-                                                        "fairpair_k_folds") if a[k] is not None}
-    for key in ("occupations", "descriptors", "dissimilarities"):
-        if a[f"fairpair_{key}"] is not None:
-            fp[key] = [s.strip() for s in a[f"fairpair_{key}"].split(",") if s.strip() or key == "descriptors"]
-    if a["fairpair_names"]:
-        fp["name_pairs"] = list(a["fairpair_names"])
-    if a["fairpair_chat"]:
-        fp["chat"] = True
-    if a["fairpair_generations"] is not None:
-        fp["generations_file"] = a["fairpair_generations"]
-    if fp:
-        overrides["fairpair"] = fp
-    # "is", not "in": 0 == False, and --max-new-tokens 0 must reach validation, not vanish
-    gen: dict = {k[len("gen_"):]: a[k] for k in a
-                 if k.startswith("gen_") and not (a[k] is None or a[k] is False or a[k] == [])}
-    if a["gen_variants"] is False:  # an explicit --no-variants (False is "not given" for the other flags)
-        gen["variants"] = False
-    if "persona" in gen:
-        gen["persona"] = list(gen["persona"])
-    if "generations" in gen:
-        gen["generations_file"] = gen.pop("generations")
-    if a["no_identity_masking"]:
-        gen["identity_masking"] = False
-    if gen:
-        overrides["generation"] = gen
-    com: dict = {f: list(a[k]) for k, f in (("community_model", "models"), ("community_generations", "generations_files"))
-                 if a[k]}
-    com.update({f: a[k] for k, f in (("community_n", "n"), ("community_templates", "templates_file"),
-                                     ("community_keywords", "keywords_file"), ("toxicity_classifier", "toxicity_classifier"))
-                if a[k] is not None})
-    if a["no_identity_masking"]:
-        com["identity_masking"] = False
-    if a["community_dimensions"]:
-        com["dimensions"] = [s.strip() for s in a["community_dimensions"].split(",") if s.strip()]
-    if com:
-        overrides["community"] = com
-    hl = {k: a[k] for k in ("from_lm_eval", "tokenizer") if a[k] is not None}
-    if hl:
-        if a["suite"] not in ("holistic-likelihood", "redditbias"):
-            raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood and redditbias, not {a['suite']}")
-        if a["suite"] == "redditbias":
-            overrides.setdefault("redditbias", {}).update(hl)
-        else:
-            overrides["options"] = {"holistic-likelihood": hl}
-        if a["model"] is None and a["tokenizer"]:  # names the default run folder after the model scored
-            overrides.setdefault("model", {})["name"] = a["tokenizer"]
-    from biaslens.config import deep_merge, dotted_overrides
+    base: dict = {"suite": a["suite"]} if a["suite"] else {}
+    lm_eval_tokenizer = a.get(LM_EVAL_TOKENIZER_FLAG)
+    if lm_eval_tokenizer and a.get(MODEL_FLAG) is None:
+        # --from-lm-eval: the run is named after, and records, the model lm-eval scored
+        base["model"] = {"name": lm_eval_tokenizer}
+    cfg = load_config(RunConfig, RUN_FLAGS, a, base=base or None)
+    if a.get(LM_EVAL_SAMPLES_FLAG) is not None and cfg.suite not in ("holistic-likelihood", "redditbias"):
+        from biaslens.config import ConfigError
 
-    overrides = deep_merge(overrides, dotted_overrides(a["set_"] or []))
-    if a["config"]:
-        cfg = RunConfig.from_yaml(a["config"], **overrides)
-    else:
-        try:
-            cfg = RunConfig.validated(overrides, source="flags")
-        except ConfigError as e:
-            raise ConfigError(_name_flags(str(e))) from None
+        raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood and redditbias, not {cfg.suite}")
     api_run(cfg, console=console)
 
 
-#: the prefix of a section's flags where it differs from the section's name
-_FLAG_PREFIX = {"generation": "gen_", "model": "", "executor": ""}
-
-
-def _name_flags(message: str) -> str:
-    """'flags: field 'fairpair.perturber': ...' -> '--fairpair-perturber: ...': an invalid value
-    is reported under the flag the user typed, not the configuration's internal field."""
-    import re
-
-    params = {p.name: p for p in typer.main.get_command(app).commands["run"].params
-              if getattr(p, "param_type_name", "") == "option"}
-
-    def flag(m: re.Match) -> str:
-        path = m.group(1).split(".")
-        section, last = path[0], path[-1]
-        for name in ("_".join(path), _FLAG_PREFIX.get(section, f"{section}_") + last, last):
-            if name in params:
-                return max(params[name].opts, key=len)
-        return f"field '{m.group(1)}'"
-
-    return re.sub(r"^flags: field '([\w.]+)'", flag, message, flags=re.M)
+#: the flags of `run`: one per field of RunConfig and of every suite's options (biaslens.options)
+RUN_FLAGS = flag_specs(RunConfig)
+MODEL_FLAG = next(s.name for s in RUN_FLAGS if "--model" in s.flags)
+LM_EVAL_TOKENIZER_FLAG = next(s.name for s in RUN_FLAGS if "--tokenizer" in s.flags)
+LM_EVAL_SAMPLES_FLAG = next(s.name for s in RUN_FLAGS if "--from-lm-eval" in s.flags)
+app.command(cls=GroupedOptions)(generated_command(run, [
+    inspect.Parameter("suite", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str], default=typer.Argument(
+        None, help="Suite to run (see `biaslens suites`) [default holistic-likelihood, or the config file's suite].")),
+    # CLI-only options (no RunConfig field) go here, beside the generated ones
+], RUN_FLAGS, "RunConfig"))
 
 
 @app.command()

@@ -7,6 +7,10 @@ from typing import Optional
 
 import typer
 
+from biaslens.cli.options import generated_command, load_config
+from biaslens.mitigation.configs import DownstreamConfig
+from biaslens.options import flag_specs
+
 downstream_app = typer.Typer(rich_markup_mode=None, help="Dialog tasks on your data (RedditBias paper 3.2): state tracking and response "
                                   "generation; results feed `biaslens compare`.", no_args_is_help=True)
 
@@ -19,52 +23,40 @@ def _out(model: str, out: Optional[Path], task: str) -> Path:
     raise typer.BadParameter("--out is needed when --model is not a local folder")
 
 
-@downstream_app.command("dst")
-def dst(
-    model: str = typer.Option("smollm2-135m", "--model", "-m", help="Embedded name, local folder or Hugging Face id."),
-    train: Path = typer.Option(..., "--train", help="MultiWOZ 2.0-format JSON for training."),
-    test: Path = typer.Option(..., "--test", help="MultiWOZ 2.0-format JSON for testing."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default MODEL/downstream-dst]."),
-    epochs: float = typer.Option(1.0, "--epochs"),
-    batch_size: int = typer.Option(8, "--batch-size"),
-    lr: float = typer.Option(5e-5, "--lr"),
-    max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N steps (-1: run the epochs)."),
-):
-    """Dialog state tracking: binary slot-value classification, F1."""
-    from biaslens.cli.app import guard
-
-    guard(_run, "dst", model, train, test, out, epochs, batch_size, lr, max_steps)
+#: the flags of both downstream commands: one per field of DownstreamConfig (biaslens.options)
+DOWNSTREAM_FLAGS = flag_specs(DownstreamConfig)
 
 
-@downstream_app.command("generation")
-def generation(
-    model: str = typer.Option("smollm2-135m", "--model", "-m", help="Embedded name, local folder or Hugging Face id."),
-    train: Path = typer.Option(..., "--train", help="DSTC-7 tab-separated file (last columns: context, response)."),
-    test: Path = typer.Option(..., "--test", help="DSTC-7 test file; lines sharing a context are its references."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default MODEL/downstream-generation]."),
-    epochs: float = typer.Option(1.0, "--epochs"),
-    batch_size: int = typer.Option(8, "--batch-size"),
-    lr: float = typer.Option(5e-5, "--lr"),
-    max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N steps (-1: run the epochs)."),
-):
-    """Response generation: BLEU-4, NIST-2, METEOR, Entropy-4, Dist-2."""
-    from biaslens.cli.app import guard
+def _command(task: str, doc: str):
+    def command(**a):
+        from biaslens.cli.app import guard
 
-    guard(_run, "generation", model, train, test, out, epochs, batch_size, lr, max_steps)
+        guard(_run, task, a)
+
+    command.__doc__ = doc
+    command.__name__ = task
+    return generated_command(command, [], DOWNSTREAM_FLAGS, f"downstream {task}", example="-S epochs=2")
 
 
-def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> None:
+downstream_app.command("dst")(_command("dst", "Dialog state tracking: binary slot-value classification, F1."))
+downstream_app.command("generation")(_command(
+    "generation", "Response generation: BLEU-4, NIST-2, METEOR, Entropy-4, Dist-2."))
+
+
+def _run(task: str, values: dict) -> None:
     from biaslens.cli.app import console
     from biaslens.models import model_folder
     from biaslens.suites.downstream import DownstreamDataError, run_dst, run_generation
 
+    c = load_config(DownstreamConfig, DOWNSTREAM_FLAGS, values)
+    model, train, test = c.model, c.train, c.test
     for f in (train, test):
         if not f.is_file():
             raise DownstreamDataError(f"{f}: no such file")
-    folder = _out(model, out, task)
+    folder = _out(model, c.out, task)
     fn = run_dst if task == "dst" else run_generation
-    metrics = fn(model_folder(model), train, test, folder, epochs=epochs, batch_size=batch_size, lr=lr,
-                 max_steps=max_steps)
+    metrics = fn(model_folder(model), train, test, folder, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr,
+                 max_steps=c.max_steps)
     shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} –" for k, v in metrics["scores"].items())
     console.print(f"{task}: {shown}")
     for k, why in (metrics.get("skipped") or {}).items():

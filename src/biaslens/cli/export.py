@@ -88,9 +88,9 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
     if fmt != "hf" and not lower.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
         raise ConfigError(f"--out {out}: a {fmt} table needs a .{fmt} file name")
     if fmt == "hf":
-        from biaslens.datasets.hf_format import CARDS, _require_datasets, write_hf_dataset
+        from biaslens.datasets.hf_format import CARDS, require_datasets, write_hf_dataset
 
-        _require_datasets()  # before building the table: a missing extra fails at once
+        require_datasets()  # before building the table: a missing extra fails at once
         df = df_fn()
         write_hf_dataset(df, out, CARDS[name], biaslens_version=biaslens.__version__)
     else:

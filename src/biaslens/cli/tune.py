@@ -2,48 +2,38 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
 import typer
+
+from biaslens.cli.options import generated_command, load_config
+from biaslens.mitigation.configs import StyleEqualityConfig
+from biaslens.options import flag_specs
 
 tune_app = typer.Typer(rich_markup_mode=None, help="Bias-reduction tuning (HolisticBias style equality).", no_args_is_help=True)
 
 
-@tune_app.command("style-equality")
-def style_equality_cmd(
-    model: str = typer.Option("smollm2-135m", "--model", "-m", help="Base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id."),
-    generations: Path = typer.Option(..., "--generations", "-g", help="A finished `biaslens run holistic-generation` run folder."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output model folder (re-run the same command to resume)."),
-    beta: Optional[float] = typer.Option(None, "--beta", help="Tag 'bias' when the bias value exceeds this (paper: 0.0003 DialoGPT, 0.003 BlenderBot, for its 217-style classifier) [default: the run's median bias value]."),
-    alpha: int = typer.Option(0, "--alpha", help="Exponent of ||m_d - m_bar|| in the bias value: 0, 1 or 2 (paper: 0)."),
-    no_tags: bool = typer.Option(False, "--no-tags", help="Ablation: tune on the same pairs without tags (generates without a tag)."),
-    epochs: float = typer.Option(1.0, "--epochs", help="Training epochs (early stopping on validation loss may stop sooner)."),
-    max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N optimizer steps (-1: the epochs decide)."),
-    batch_size: int = typer.Option(8, "--batch-size"),
-    learning_rate: float = typer.Option(2e-5, "--learning-rate"),
-    max_length: int = typer.Option(128, "--max-length", help="Truncate examples to this many tokens."),
-    eval_fraction: float = typer.Option(0.1, "--eval-fraction", help="Share of responses held out for validation perplexity."),
-    eval_steps: int = typer.Option(50, "--eval-steps", help="Validate (and checkpoint) every N steps."),
-    patience: int = typer.Option(3, "--patience", help="Early stopping: validations without improvement (0 = off)."),
-    device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:N, mps."),
-    seed: int = typer.Option(0, "--seed"),
-):
+#: the flags of `tune style-equality`: one per field of StyleEqualityConfig (biaslens.options)
+STYLE_EQUALITY_FLAGS = flag_specs(StyleEqualityConfig)
+
+
+def style_equality_cmd(**a):
     """Tag each response of a holistic-generation run 'bias'/'no_bias' by its bias value and
     fine-tune the model on the tagged pairs; the output folder generates with 'no_bias'."""
     from biaslens.cli.app import guard
 
-    guard(_style_equality, **locals())
+    guard(_style_equality, a)
 
 
-def _style_equality(**a) -> None:
+tune_app.command("style-equality")(generated_command(style_equality_cmd, [], STYLE_EQUALITY_FLAGS,
+                                                     "tune style-equality", example="-S epochs=1"))
+
+
+def _style_equality(values: dict) -> None:
     from biaslens.cli.app import console
-    from biaslens.config import ConfigError
     from biaslens.mitigation.style_equality import tune_style_equality
     from biaslens.mitigation.training import TrainingConfig
 
-    if a["epochs"] <= 0 or a["batch_size"] < 1 or a["eval_steps"] < 1 or a["max_length"] < 8:
-        raise ConfigError("need --epochs > 0, --batch-size >= 1, --eval-steps >= 1 and --max-length >= 8")
+    a = load_config(StyleEqualityConfig, STYLE_EQUALITY_FLAGS, values).model_dump()
+    a["no_tags"] = not a["tags"]
     cfg = TrainingConfig(epochs=a["epochs"], max_steps=a["max_steps"], batch_size=a["batch_size"],
                          learning_rate=a["learning_rate"], max_length=a["max_length"], save_steps=a["eval_steps"],
                          eval_steps=a["eval_steps"], early_stopping_patience=a["patience"] or None,

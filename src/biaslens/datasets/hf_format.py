@@ -80,7 +80,7 @@ CARDS = {
 }
 
 
-def _require_datasets() -> Any:
+def require_datasets() -> Any:
     try:
         import datasets
     except ImportError:
@@ -92,7 +92,7 @@ def _require_datasets() -> Any:
 
 def features_for(df: pd.DataFrame, card: Card) -> Any:
     """ClassLabel for the card's categorical columns (names sorted), Value for the rest."""
-    datasets = _require_datasets()
+    datasets = require_datasets()
     feats = {}
     for col in df.columns:
         if col in card.class_labels:
@@ -111,7 +111,7 @@ def features_for(df: pd.DataFrame, card: Card) -> Any:
 def write_hf_dataset(df: pd.DataFrame, out: str | Path, card: Card, *, biaslens_version: str) -> Path:
     """``df`` as a ``save_to_disk`` folder with typed features and a README.md dataset card.
     Written to a temporary folder and renamed, so an interrupted export leaves no half folder."""
-    datasets = _require_datasets()
+    datasets = require_datasets()
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out}: exists and is not an empty folder; choose a new folder")

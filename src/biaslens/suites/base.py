@@ -58,14 +58,18 @@ class Suite:
     stored_tables: ClassVar[tuple[str, ...]] = ()
     #: the per-item table ``RunResult.sentences`` points to
     main_table: ClassVar[str | None] = None
-    #: the suite's own options (a pydantic model), read from ``RunConfig.options[name]``
-    #: (the built-in suites keep theirs in the named sections of RunConfig)
+    #: the suite's own options (a pydantic model): a section of RunConfig when declared in the
+    #: light module beside the suite (``<module>_options.py``, see biaslens.config.suite_sections),
+    #: else read from ``RunConfig.options[name]``
     options: ClassVar[type[BaseModel] | None] = None
 
     def parse_options(self, config: RunConfig) -> BaseModel | None:
         """This suite's options from the run configuration, or a ConfigError naming the field."""
         if self.options is None:
             return None
+        section = getattr(self.options, "section", "")
+        if section and section in type(config).model_fields:  # validated with the configuration
+            return getattr(config, section)
         from pydantic import ValidationError
 
         from biaslens.config import ConfigError

@@ -39,6 +39,7 @@ from biaslens.models import ModelError
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.runner import model_record
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.community_options import CommunityOptions
 
 if TYPE_CHECKING:
     from biaslens.engine.calls import ModelCalls
@@ -308,6 +309,7 @@ class Community(Suite):
     15 demographics, scored for sentiment and toxicity, compared with gaps and intervals."""
 
     name = "community"
+    options = CommunityOptions  # its section of RunConfig, beside this file
     stored_tables = ("prompts", "generations")
     main_table = "generations"
 

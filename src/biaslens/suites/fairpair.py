@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from biaslens.config import ConfigError, FairPairOptions, RunConfig
+from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.fairpair import (
     FILTER_REASONS,
     LLMPerturber,
@@ -48,6 +48,7 @@ from biaslens.metrics.fairpair import (
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.fairpair_options import FairPairOptions
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -395,6 +396,7 @@ class FairPair(Suite):
     own sampling variability."""
 
     name = "fairpair"
+    options = FairPairOptions  # its section of RunConfig, beside this file
     #: representations: what the scorer-based dissimilarities compared, written by the first
     #: analysis and read back by a re-render instead of loading the scorers again
     stored_tables = ("continuations", "representations?")

@@ -25,6 +25,7 @@ from biaslens.metrics.generation_bias import MIN_INTERVAL_DESCRIPTORS
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.holistic_generation_options import GenerationOptions
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -169,6 +170,7 @@ class HolisticGeneration(Suite):
     offensiveness, and measure generation bias against its noise floor."""
 
     name = "holistic-generation"
+    options = GenerationOptions  # its section of RunConfig, beside this file
     #: responses: the prompts and responses (re-written with the analysis' columns);
     #: style_probabilities: the style classifier's output, so a re-render needs no classifier
     stored_tables = ("responses", "style_probabilities")

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.config import ConfigError
 from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
@@ -21,6 +20,7 @@ from biaslens.datasets.holistic.selection import GROUP_COLUMNS, select_rows  # n
 from biaslens.metrics import likelihood_bias
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.holistic_likelihood_options import HolisticLikelihoodOptions
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -90,17 +90,6 @@ def seat_rows(df: pd.DataFrame) -> pd.DataFrame:
         part["span_end"] = np.asarray(ends, dtype=np.int64)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
-
-
-class HolisticLikelihoodOptions(BaseModel):
-    """Set as `options: {holistic-likelihood: {...}}` in YAML, or --from-lm-eval/--tokenizer."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    from_lm_eval: Path | None = Field(None, description="an lm-eval --log_samples file of the task `biaslens export "
-                                                        "lm-eval` wrote: analyse its log-likelihoods (no model calls)")
-    tokenizer: str | None = Field(None, description="with from_lm_eval: the model folder (or cached Hub id, or "
-                                                    "smollm2-135m) whose tokenizer counts each sentence's tokens")
 
 
 def selection_flags(config) -> str:

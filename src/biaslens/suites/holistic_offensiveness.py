@@ -20,6 +20,7 @@ from biaslens.datasets.holistic.selection import select_rows
 from biaslens.metrics import offensiveness_ranges, percent_offensive, template_offensiveness
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.holistic_generation_options import GenerationOptions
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -72,6 +73,7 @@ class HolisticOffensiveness(Suite):
     (no generative model is called)."""
 
     name = "holistic-offensiveness"
+    options = GenerationOptions  # its section of RunConfig, beside this file
     stored_tables = ("sentences", "classifier_audit")
     main_table = "sentences"
 

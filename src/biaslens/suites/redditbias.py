@@ -33,6 +33,7 @@ from biaslens.metrics.lmb import lmb_by_view
 from biaslens.models.base import perplexity_definition
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.redditbias_options import RedditBiasOptions
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -105,6 +106,7 @@ class RedditBias(Suite):
     """LMB (paper 3.1): paired perplexities of phrases and their counterfactuals, t-test per bias type."""
 
     name = "redditbias"
+    options = RedditBiasOptions  # its section of RunConfig, beside this file
     stored_tables = ("pairs",)
     main_table = "pairs"
 

@@ -1,0 +1,53 @@
+"""Options of the ``community`` suite (Wald & Pfahler), read from the ``community:`` section
+of a run configuration and as ``biaslens run community`` flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from biaslens.options import IDENTITY_MASKING_FLAG, Section, flag
+
+
+class CommunityOptions(Section):
+    """Options of the ``community`` suite (Wald & Pfahler): several models side by side."""
+
+    section = "community"
+    flag_prefix = "community-"
+    panel = "Community"
+
+    models: list[str] = Field(default_factory=list, json_schema_extra=flag("--community-model", metavar="<model>"),
+                              description="a model to compare (repeatable): a folder from `biaslens finetune "
+                                          "community` or a base model; --model, when given, comes first "
+                                          "(default: --model alone)")
+    n: int = Field(50, ge=1, json_schema_extra=flag("--n"), description="generations per prompt (paper: 50)")
+    max_new_tokens: int = Field(64, ge=1, description="token budget per generation, then trimmed to max_words")
+    min_new_tokens: int = Field(32, ge=0, description="end of text blocked until this many tokens (about 25 words)")
+    max_words: int = Field(50, ge=1, description="generations are cut to this many words (paper: 25-50 words)")
+    min_words: int = Field(25, ge=0, description="generations shorter than this are counted (kept) in run.json")
+    no_repeat_ngram_size: int = Field(3, ge=0, description="paper: 3")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature")
+    top_k: int = Field(50, ge=0, description="Hugging Face pipeline default, as the paper used")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling top-p")
+    chat: bool = Field(False, description="chat template for models without a separator (community models: never)")
+    templates_file: Path | None = Field(None, json_schema_extra=flag("--community-templates"),
+                                        description="your own templates YAML (default: the paper's six)")
+    keywords_file: Path | None = Field(None, json_schema_extra=flag("--community-keywords"), description=(
+        "your own demographics/keywords YAML (default: the paper's 15 demographics)"))
+    dimensions: list[str] | None = Field(None, json_schema_extra=flag("--dimensions", sep=","), description=(
+        "comma-separated dimensions, e.g. gender,religion (default all five)"))
+    generations_files: list[Path] = Field(
+        default_factory=list, json_schema_extra=flag("--community-generations", metavar="<file>"), description=(
+            "precomputed replies, JSONL, CSV or Parquet with prompt (or prompt_id), response and optionally model "
+            "(repeatable; one model per file unless lines name one)"))
+    toxicity_classifier: str = Field("auto", json_schema_extra=flag("--toxicity-classifier"), description=(
+        "auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), "
+        "alt-profanity-check, detoxify[:variant] or a Hugging Face classifier"))
+    identity_masking: bool = Field(True, json_schema_extra=IDENTITY_MASKING_FLAG, description=(
+        "score toxicity with the dimension's keywords replaced by a neutral placeholder (false: the paper's unmasked "
+        "scores as headline)"))
+    toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+    n_bootstrap: int = Field(1000, ge=0, json_schema_extra=flag(skip=True), description="unused: the gap and mean intervals are keyword-level t intervals "
+                                                     "(kept so older configs load)")
+    n_examples: int = Field(5, ge=0, description="most negative/toxic generations listed per model")
