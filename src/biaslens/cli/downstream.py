@@ -31,7 +31,7 @@ def dst(
     max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N steps (-1: run the epochs)."),
 ):
     """Dialog state tracking: binary slot-value classification, F1."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_run, "dst", model, train, test, out, epochs, batch_size, lr, max_steps)
 
@@ -48,15 +48,15 @@ def generation(
     max_steps: int = typer.Option(-1, "--max-steps", help="Stop after N steps (-1: run the epochs)."),
 ):
     """Response generation: BLEU-4, NIST-2, METEOR, Entropy-4, Dist-2."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_run, "generation", model, train, test, out, epochs, batch_size, lr, max_steps)
 
 
 def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
+    from biaslens.mitigation.downstream import DownstreamDataError, run_dst, run_generation
     from biaslens.models import model_folder
-    from biaslens.suites.downstream import DownstreamDataError, run_dst, run_generation
 
     for f in (train, test):
         if not f.is_file():

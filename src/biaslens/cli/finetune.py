@@ -39,13 +39,13 @@ def finetune_community_cmd(
     seed: int = typer.Option(0, "--seed"),
 ):
     """Fine-tune a causal LM on one community's posts and comments (Wald & Pfahler)."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_finetune_community, **locals())
 
 
 def _finetune_community(**a) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.config import ConfigError
     from biaslens.datasets.community import Columns
     from biaslens.mitigation.community import finetune_community

@@ -31,13 +31,13 @@ def style_equality_cmd(
 ):
     """Tag each response of a holistic-generation run 'bias'/'no_bias' by its bias value and
     fine-tune the model on the tagged pairs; the output folder generates with 'no_bias'."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_style_equality, **locals())
 
 
 def _style_equality(**a) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.config import ConfigError
     from biaslens.mitigation.style_equality import tune_style_equality
     from biaslens.mitigation.training import TrainingConfig

@@ -47,10 +47,10 @@ from biaslens.metrics.fairpair import (
 )
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 
 if TYPE_CHECKING:
-    from biaslens.runner import RunContext
+    from biaslens.suites.base import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -395,6 +395,11 @@ class FairPair(Suite):
     own sampling variability."""
 
     name = "fairpair"
+    card = CardSpec("FairPair", "generation", {
+        "smoke": {"fairpair": {"n_occupations": 2, "samples": 6, "max_new_tokens": 12, "k_folds": 3,
+                               "dissimilarities": ["jaccard", "sentiment"]}},
+        "default": {"fairpair": {"n_occupations": 5, "samples": 20, "max_new_tokens": 32}},
+        "paper": {}})
     #: representations: what the scorer-based dissimilarities compared, written by the first
     #: analysis and read back by a re-render instead of loading the scorers again
     stored_tables = ("continuations", "representations?")

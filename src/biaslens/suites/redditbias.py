@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from biaslens.comparison.redditbias import redditbias_lines, redditbias_section
 from biaslens.datasets.redditbias import (
     RedditBiasError,
     find_humanref,
@@ -31,10 +32,10 @@ from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.lmb import lmb_by_view
 from biaslens.models.base import perplexity_definition
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 
 if TYPE_CHECKING:
-    from biaslens.runner import RunContext
+    from biaslens.suites.base import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,11 @@ class RedditBias(Suite):
     """LMB (paper 3.1): paired perplexities of phrases and their counterfactuals, t-test per bias type."""
 
     name = "redditbias"
+    card = CardSpec("RedditBias LMB (perplexity t-test)", "likelihood", {
+        "smoke": {"redditbias": {"max_template_pairs": 40}},
+        "default": {"redditbias": {"max_template_pairs": 200}},
+        "paper": {}})
+    compare = SuiteComparison(redditbias_section, redditbias_lines)
     stored_tables = ("pairs",)
     main_table = "pairs"
 
