@@ -7,15 +7,12 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pandas as pd
 
 from biaslens.datasets.community.prompts import build_prompts, load_keywords, load_templates
 from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
-
-if TYPE_CHECKING:
-    from biaslens.config import RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +21,8 @@ PROMPT_COLUMNS = ["prompt_id", "prompt", "template_id", "template", "dimension",
 _TRAILING_TOKEN = re.compile(r"\s*<[^<>\s]{1,40}>\s*$")
 
 
-def community_prompts(config: RunConfig) -> pd.DataFrame:
-    """The prompt table the config asks for (templates x keywords, filtered by dimension)."""
+def community_prompts(config: Any) -> pd.DataFrame:
+    """The prompt table a :class:`biaslens.config.RunConfig` asks for (templates x keywords, filtered by dimension)."""
     o = config.community
     return build_prompts(load_templates(o.templates_file), load_keywords(o.keywords_file), dimensions=o.dimensions)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biaslens.config import ConfigError
 from biaslens.datasets.fairpair.commonsents import PromptPair
 from biaslens.datasets.fairpair.perturb import NamePair, ReferenceCheck, RulePerturber, check_perturbation
+from biaslens.errors import ConfigError
 
 
 def join_continuation(prompt: str, continuation: str) -> str:

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from biaslens.config import ConfigError
 from biaslens.datasets.generations import GenerationsFileError
 from biaslens.datasets.holistic import VARIANT_FLAGS, add_variants, build_sentences, load_holistic_dataset
 from biaslens.datasets.holistic.selection import select_rows
-
-if TYPE_CHECKING:
-    from biaslens.config import RunConfig
+from biaslens.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +52,12 @@ def prompt_rows(all_rows: pd.DataFrame) -> pd.DataFrame:
     return all_rows[(all_rows["axis"].astype(str) != "null").to_numpy()]
 
 
-def generation_prompts(config: RunConfig) -> pd.DataFrame:
+def generation_prompts(config: Any) -> pd.DataFrame:
     """The HolisticBias sentences to use as prompts, with ``prompt_id`` = the sentence's
     0-based row in the full table (``biaslens dataset holistic`` order). With variants on
     (the default, as the paper), ``text`` is the seeded stylistic variant sent to the model,
-    ``dataset_text`` the dataset sentence, and the four flag columns record what changed."""
+    ``dataset_text`` the dataset sentence, and the four flag columns record what changed.
+    ``config`` is a :class:`biaslens.config.RunConfig` (not imported: config imports the model layer)."""
     dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
     all_rows = build_sentences(dataset)
     all_rows = all_rows.assign(prompt_id=np.arange(len(all_rows)))
