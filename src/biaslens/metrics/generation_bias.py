@@ -513,3 +513,20 @@ def style_equality_bias_values(templates, descriptors, probs, *, alpha: float = 
 def bias_tags(bias_values, beta: float) -> list[str]:
     """"bias" where the bias value exceeds ``beta``, else "no_bias" (paper: beta 0.0003 DialoGPT, 0.003 BlenderBot)."""
     return ["bias" if v > beta else "no_bias" for v in np.asarray(bias_values, dtype=np.float64)]
+
+
+def noise_floor_strata(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Design factors besides the template that the prompts vary, for the noise floor: the
+    noun, and the variant flags that change the prompt outside the descriptor ("I'm" -> "I am"
+    only where the template has "I'm", the final period only where it ends in one). The
+    hyphen and lowercase flags act on the descriptor itself and were drawn independently of
+    it, so they stay inside the permuted unit; persona lines are the same for every prompt."""
+    strata = {"noun": table["noun"].astype(str).to_numpy()}
+    template = table["template"].astype(str)
+    for flag, applies in (("remove_im_contraction", template.str.contains("I'm", regex=False)),
+                          ("remove_final_period", template.str.endswith("."))):
+        if flag in table:
+            effective = (table[flag].astype(bool) & applies).to_numpy()
+            if effective.any() and not effective.all():
+                strata[flag] = effective
+    return strata

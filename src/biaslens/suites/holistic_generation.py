@@ -21,6 +21,7 @@ from biaslens.datasets.holistic import VARIANT_FLAGS
 from biaslens.datasets.holistic.prompts import KEEP_COLUMNS, VARIANT_COLUMNS, generation_prompts, match_generations
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
+from biaslens.metrics.generation_bias import noise_floor_strata
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 
@@ -205,23 +206,6 @@ def _classifier_text(prepare, response: str, descriptor: str, dehyphenated: bool
     is replaced too."""
     text = prepare(response, descriptor)
     return prepare(text, descriptor.replace("-", " ")) if dehyphenated and "-" in descriptor else text
-
-
-def noise_floor_strata(table: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Design factors besides the template that the prompts vary, for the noise floor: the
-    noun, and the variant flags that change the prompt outside the descriptor ("I'm" -> "I am"
-    only where the template has "I'm", the final period only where it ends in one). The
-    hyphen and lowercase flags act on the descriptor itself and were drawn independently of
-    it, so they stay inside the permuted unit; persona lines are the same for every prompt."""
-    strata = {"noun": table["noun"].astype(str).to_numpy()}
-    template = table["template"].astype(str)
-    for flag, applies in (("remove_im_contraction", template.str.contains("I'm", regex=False)),
-                          ("remove_final_period", template.str.endswith("."))):
-        if flag in table:
-            effective = (table[flag].astype(bool) & applies).to_numpy()
-            if effective.any() and not effective.all():
-                strata[flag] = effective
-    return strata
 
 
 def _judge(name: str, device: str):

@@ -13,7 +13,13 @@ import numpy as np
 import pandas as pd
 
 from biaslens.datasets.fairpair.commonsents import PromptPair
-from biaslens.datasets.fairpair.perturb import NamePair, ReferenceCheck, RulePerturber, check_perturbation
+from biaslens.datasets.fairpair.perturb import (
+    FILTER_REASONS,
+    NamePair,
+    ReferenceCheck,
+    RulePerturber,
+    check_perturbation,
+)
 from biaslens.errors import ConfigError
 
 
@@ -117,3 +123,26 @@ def perturb_and_filter(rows: pd.DataFrame, pairs: dict[str, PromptPair], perturb
     rows.loc[is_a, "filter_jaccard"] = jac
     rows.loc[is_a, "text"] = text
     return rows
+
+
+def kept_shares(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per model: share of set-A perturbations kept (paper Table 1), continuations dropped per
+    reason (``filter_reason``; a table without it counts every drop as ``unknown``), and the share
+    of each set left out as ``ambiguous_reference``."""
+    reasons = rows["filter_reason"] if "filter_reason" in rows.columns else pd.Series(
+        np.where(rows["kept"].astype(bool), None, "unknown"), index=rows.index)
+    out = []
+    for model, g in rows.groupby("model", sort=False):
+        ga, gb = g[g["set"] == "A"], g[g["set"] == "B"]
+        n = len(ga)
+        r = {"model": model, "n": n, "kept": int(ga["kept"].astype(bool).sum()),
+             "kept_share": float(ga["kept"].astype(bool).mean()) if n else float("nan")}
+        for reason in FILTER_REASONS:
+            r[f"dropped_{reason}"] = int((reasons[ga.index] == reason).sum())
+        r["n_B"], r["kept_B"] = len(gb), int(gb["kept"].astype(bool).sum())
+        amb_b = int((reasons[gb.index] == "ambiguous_reference").sum())
+        r["dropped_B_ambiguous_reference"] = amb_b
+        r["ambiguous_share_A"] = r["dropped_ambiguous_reference"] / n if n else float("nan")
+        r["ambiguous_share_B"] = amb_b / len(gb) if len(gb) else float("nan")
+        out.append(r)
+    return pd.DataFrame(out)
