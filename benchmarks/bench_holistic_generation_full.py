@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     from biaslens.api import run
     from biaslens.config import RunConfig
     from biaslens.datasets.holistic import build_sentences, load_holistic_dataset
-    from biaslens.suites.holistic_generation import prompt_rows
+    from biaslens.datasets.holistic.prompts import prompt_rows
 
     encoder = HashingEncoder()
     styles.default_encoder = lambda: encoder  # the one stand-in (see the module docstring)

@@ -10,8 +10,8 @@ import pandas as pd
 
 from biaslens.datasets.fairpair import NamePair, PerturbationMap, ReferenceCheck, RulePerturber, build_prompts
 from biaslens.datasets.fairpair import occupations as paper_occupations
+from biaslens.datasets.fairpair.pairing import continuation_rows, perturb_and_filter
 from biaslens.metrics.fairpair import ScoreDissimilarity
-from biaslens.suites.fairpair import _continuation_rows, perturb_and_filter
 
 NAMES = NamePair("John", "Jane")
 MAPPING = PerturbationMap.from_yaml().with_names([NAMES])
@@ -61,6 +61,6 @@ def simulate_rows(seed: int, n_prompts: int, n_samples: int, *, p_relative: floa
     pairs = build_prompts(paper_occupations()[:n_prompts], [NAMES])
     cx = [[continuation(rng, False, p_relative, 0.0) for _ in range(n_samples)] for _ in pairs]
     cpx = [[continuation(rng, True, p_relative, shift) for _ in range(n_samples)] for _ in pairs]
-    rows = _continuation_rows(pairs, cx, cpx, "sim")
+    rows = continuation_rows(pairs, cx, cpx, "sim")
     return perturb_and_filter(rows, {p.pair_id: p for p in pairs}, lambda t, _n: RULE.perturb_many(t),
                               max_jaccard=0.15, masked_terms=MAPPING.terms(), reference_check=CHECK)

@@ -56,3 +56,47 @@ def test_its_options_are_validated_before_a_folder_exists(registered, tmp_path):
         biaslens.run(suite="pronoun-gap", model="fake", out=str(tmp_path / "run"),
                      options={"pronoun-gap": {"occupations": ["nurse"]}})
     assert not (tmp_path / "run").exists()
+
+
+def test_it_gets_a_card_row_and_a_compare_section_from_the_registry_line(registered, tmp_path):
+    """No edit outside the example file and the registry line: the card lists it, runs it at its
+    budget, and `biaslens compare` (two runs, two cards) shows its own section and lines."""
+    from typer.testing import CliRunner
+
+    from biaslens.bias_card import card_methods, compare_cards, make_card
+    from biaslens.cli.app import app
+
+    assert "pronoun-gap" in [m.suite for m in card_methods()]
+    cards = []
+    for name in ("before", "after"):
+        card = make_card({"model": "fake", "cache_dir": str(tmp_path / "c")}, out=tmp_path / name, budget="smoke",
+                         methods=["pronoun-gap"])
+        (row,) = card["methods"]
+        assert row["status"] == "complete" and row["headline"] == "mean_log_ppl_gap", row
+        assert row["verdict"].endswith("3 occupations)")  # the card's smoke budget: three occupations
+        cards.append(tmp_path / name)
+    result = compare_cards(*cards, out=tmp_path / "card-cmp")
+    (row,) = result["methods"]
+    assert row["report"] == "pronoun-gap/report.html" and row["verdict"] == "no detectable change"  # same model twice
+    assert "Pronoun gap per model" in (tmp_path / "card-cmp" / "pronoun-gap" / "report.html").read_text()
+
+    r = CliRunner().invoke(app, ["compare", str(tmp_path / "before" / "pronoun-gap"),
+                                 str(tmp_path / "after" / "pronoun-gap"), "--out", str(tmp_path / "cmp"),
+                                 "--label", "a", "--label", "b"])
+    assert r.exit_code == 0, r.output
+    metrics = json.loads((tmp_path / "cmp" / "metrics.json").read_text())
+    gap = metrics["pronoun-gap"]["mean_log_ppl_gap"]
+    assert set(gap) == {"a", "b"} and gap["a"] == gap["b"] and "headlines" not in metrics  # its own section
+    assert f"pronoun gap a: {gap['a']:+.3f}" in r.output
+    assert "Pronoun gap per model" in (tmp_path / "cmp" / "report.html").read_text()
+
+
+def test_a_suite_without_card_or_compare_is_not_on_the_card(monkeypatch):
+    from biaslens import suites
+    from biaslens.bias_card import card_methods
+
+    monkeypatch.setitem(suites.SUITES, "pronoun-gap", "examples.pronoun_gap:PronounGap")
+    monkeypatch.setattr(suites.suite_class("pronoun-gap"), "card", None)
+    assert "pronoun-gap" not in [m.suite for m in card_methods()]
+    assert [m.suite for m in card_methods()] == ["holistic-likelihood", "redditbias", "holistic-generation",
+                                                 "fairpair", "community"]

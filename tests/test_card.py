@@ -6,10 +6,10 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from biaslens.bias_card import METHODS, compare_cards, make_card, read_card
+from biaslens.bias_card import card_methods, compare_cards, make_card, read_card
 from biaslens.cli import app
+from biaslens.comparison.entries import interval_change_verdict
 from biaslens.config import ConfigError
-from biaslens.suites.compare import interval_change_verdict
 
 
 def _quiet():
@@ -28,7 +28,7 @@ def fake_card(tmp_path_factory, style_encoder):
 
 def test_fake_card_runs_every_method_with_verdicts(fake_card):
     out, card = fake_card
-    assert [r["suite"] for r in card["methods"]] == [m.suite for m in METHODS]
+    assert [r["suite"] for r in card["methods"]] == [m.suite for m in card_methods()]
     for r in card["methods"]:
         assert r["status"] == "complete", r
         assert r["verdict"] and not r["verdict"].startswith("no verdict"), r

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from biaslens.cli.app import app
-from biaslens.suites.compare import SECTIONS, compare_runs
+from biaslens.comparison.runs import compare_runs
 
 
 def _run(folder: Path, model: str, t: dict[str, float], ppl: float | None) -> Path:
@@ -47,9 +47,12 @@ def test_sections_are_pluggable(tmp_path, monkeypatch):
     run = tmp_path / "gen"
     run.mkdir()
     (run / "metrics.json").write_text(json.dumps({"suite": "holistic-generation", "model": "m", "fgb": 0.2}))
-    monkeypatch.setitem(SECTIONS, "holistic-generation",
-                        lambda es: ([Section("Generation bias")], {e.label: e.metrics["holistic-generation"]["fgb"]
-                                                                   for e in es if "holistic-generation" in e.metrics}))
+    from biaslens.suites.base import SuiteComparison
+    from biaslens.suites.holistic_generation import HolisticGeneration
+
+    monkeypatch.setattr(HolisticGeneration, "compare", SuiteComparison(
+        lambda es: ([Section("Generation bias")], {e.label: e.metrics["holistic-generation"]["fgb"]
+                                                   for e in es if "holistic-generation" in e.metrics})))
     metrics = compare_runs([str(run)], tmp_path / "cmp")
     assert metrics["holistic-generation"] == {"m": 0.2}
 

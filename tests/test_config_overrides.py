@@ -113,7 +113,7 @@ def test_every_command_has_a_python_function():
     import biaslens
     import biaslens.bias_card  # noqa: F401 - importing the submodules must not shadow a function's name
     import biaslens.cli.leaderboard  # noqa: F401
-    import biaslens.suites.compare  # noqa: F401
+    import biaslens.comparison.runs  # noqa: F401
 
     commands = {"run": "run", "report": "rerender", "card": "card", "compare": "compare",
                 "check-backend": "check_backend", "debias": "debias", "finetune community": "finetune_community",

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from biaslens.suites.downstream import (
+from biaslens.mitigation.downstream import (
     DownstreamDataError,
     distinct,
     entropy,

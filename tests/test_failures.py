@@ -47,12 +47,11 @@ def _break_redditbias(monkeypatch, tmp_path):
     """The card's redditbias method reads a spec file that does not exist: it fails, the others run."""
     import dataclasses
 
-    from biaslens import bias_card
+    from biaslens.suites.redditbias import RedditBias
 
-    methods = tuple(dataclasses.replace(m, budgets={**m.budgets, "smoke": {
-        **m.budgets["smoke"], "redditbias": {"spec_files": [str(tmp_path / "missing-spec.yaml")]}}})
-        if m.suite == "redditbias" else m for m in bias_card.METHODS)
-    monkeypatch.setattr(bias_card, "METHODS", methods)
+    card = RedditBias.card
+    monkeypatch.setattr(RedditBias, "card", dataclasses.replace(card, budgets={**card.budgets, "smoke": {
+        **card.budgets["smoke"], "redditbias": {"spec_files": [str(tmp_path / "missing-spec.yaml")]}}}))
 
 
 def test_card_with_a_failed_method_is_partial_and_exits_non_zero(cli, tmp_path, monkeypatch):

@@ -15,8 +15,9 @@ from fairpair_sim import CHECK, MAPPING, NAMES, RULE, SCORE, continuation, simul
 import biaslens
 from biaslens.datasets.fairpair import build_prompts
 from biaslens.datasets.fairpair import occupations as paper_occupations
+from biaslens.datasets.fairpair.pairing import continuation_rows, perturb_and_filter
 from biaslens.metrics.fairpair import ScoreDissimilarity, cross_within_test, fairpair_scores
-from biaslens.suites.fairpair import _continuation_rows, _judge, analyse, perturb_and_filter, verdict
+from biaslens.suites.fairpair import _judge, analyse, verdict
 
 DISSIMS = ["jaccard", SCORE]
 
@@ -32,7 +33,7 @@ def _unchecked_rows(seed, n_prompts, n_samples):
     pairs = build_prompts(paper_occupations()[:n_prompts], [NAMES])
     cx = [[continuation(rng, False, 0.5, 0.0) for _ in range(n_samples)] for _ in pairs]
     cpx = [[continuation(rng, True, 0.5, 0.0) for _ in range(n_samples)] for _ in pairs]
-    rows = _continuation_rows(pairs, cx, cpx, "sim")
+    rows = continuation_rows(pairs, cx, cpx, "sim")
     return perturb_and_filter(rows, {p.pair_id: p for p in pairs}, lambda t, _n: RULE.perturb_many(t),
                               max_jaccard=0.15, masked_terms=MAPPING.terms())
 

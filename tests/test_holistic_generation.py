@@ -145,14 +145,14 @@ def test_tiny_run_on_embedded_model(tmp_path, embedded_model):
 
 
 def test_key_phrase_rates_hand_values():
-    from biaslens.suites.holistic_generation import key_phrase_rates
+    from biaslens.comparison.holistic_generation import key_phrase_rates
 
     r = key_phrase_rates(pd.Series(["I\u2019m sorry to hear that.", "What is a left-handed?", "Nice!", "I'M SORRY TO HEAR"]))
     assert r["i'm sorry to hear"] == pytest.approx(50.0) and r["what is a"] == pytest.approx(25.0)
 
 
 def test_compare_section_before_after(fake_run, tmp_path):
-    from biaslens.suites.compare import compare_runs
+    from biaslens.comparison.runs import compare_runs
 
     metrics = compare_runs([str(fake_run.out), str(fake_run.out)], tmp_path / "cmp", labels=["before", "after"])
     g = metrics["holistic-generation"]
@@ -190,7 +190,7 @@ def _altered_copy(run, dest, *, probs=None, keep=None, record=None):
 
 def test_compare_refuses_different_prompt_sets_unless_intersection(fake_run, tmp_path):
     # the issue's example: a full "before" against a one-axis "after" printed "went down"
-    from biaslens.suites.compare import compare_runs
+    from biaslens.comparison.runs import compare_runs
 
     axis = pd.read_parquet(fake_run.out / "responses.parquet")["axis"].value_counts().index[0]
     after = _altered_copy(fake_run.out, tmp_path / "after", keep=lambda r: r["axis"] == axis,
@@ -205,7 +205,7 @@ def test_compare_refuses_different_prompt_sets_unless_intersection(fake_run, tmp
 
 
 def test_compare_tiny_noise_is_no_change_and_a_clear_drop_goes_down(fake_run, tmp_path):
-    from biaslens.suites.compare import compare_runs
+    from biaslens.comparison.runs import compare_runs
 
     def rerun(seed):
         # a re-run with tiny random differences: every response's style vector redrawn around
@@ -230,7 +230,7 @@ def test_compare_tiny_noise_is_no_change_and_a_clear_drop_goes_down(fake_run, tm
 
 
 def test_compare_lists_differences_and_withholds_the_verdict(fake_run, tmp_path):
-    from biaslens.suites.compare import compare_runs
+    from biaslens.comparison.runs import compare_runs
 
     def longer(r):
         r["generation"]["params"]["max_new_tokens"] = 64
@@ -246,7 +246,7 @@ def test_compare_lists_differences_and_withholds_the_verdict(fake_run, tmp_path)
 
 
 def test_parroting_ignores_case_and_punctuation():
-    from biaslens.suites.holistic_generation import parroting
+    from biaslens.comparison.holistic_generation import parroting
 
     r = parroting(pd.Series(["I hate druggie grandmas.", "I'm Deaf.", "Hi"]),
                   pd.Series(["i hate druggie grandmas!", "I'm sorry to hear that.", "hi"]))
@@ -272,7 +272,7 @@ def test_cli_compare_default_out(fake_run, tmp_path, monkeypatch):
 
 def test_prompts_are_the_rows_the_paper_prompted_with():
     from biaslens.datasets.holistic import build_sentences, load_holistic_dataset
-    from biaslens.suites.holistic_generation import prompt_rows
+    from biaslens.datasets.holistic.prompts import prompt_rows
 
     all_rows = build_sentences(load_holistic_dataset())
     rows = prompt_rows(all_rows)
@@ -288,7 +288,7 @@ def test_prompts_are_the_rows_the_paper_prompted_with():
 def test_variants_are_seeded_recorded_and_can_be_turned_off():
     from biaslens.config import RunConfig
     from biaslens.datasets.holistic import VARIANT_FLAGS
-    from biaslens.suites.holistic_generation import generation_prompts
+    from biaslens.datasets.holistic.prompts import generation_prompts
 
     cfg = RunConfig(suite="holistic-generation", sample=120, seed=3)
     a, b = generation_prompts(cfg), generation_prompts(cfg)
@@ -342,7 +342,8 @@ def test_suite_noise_floor_is_stratified_by_noun():
 
 
 def test_variant_flags_join_the_strata_and_thin_axes_warn():
-    from biaslens.suites.holistic_generation import analyse, noise_floor_strata
+    from biaslens.metrics.generation_bias import noise_floor_strata
+    from biaslens.suites.holistic_generation import analyse
 
     table, probs = _noun_effect_table(0.06)
     table["remove_im_contraction"] = np.arange(len(table)) % 2 == 0
@@ -381,7 +382,7 @@ def test_a_descriptor_under_two_axes_runs_to_the_end(tmp_path):
 
 def test_byo_prompt_shared_by_two_axes_counts_for_both():
     from biaslens.config import RunConfig
-    from biaslens.suites.holistic_generation import generation_prompts, match_generations
+    from biaslens.datasets.holistic.prompts import generation_prompts, match_generations
 
     rows = generation_prompts(RunConfig(generation={"generations_file": "x.jsonl"}))
     gens = pd.DataFrame({"prompt": ["I'm a queer grandma.", "I am a queer grandma", "I'm a Deaf grandma."],
@@ -429,7 +430,7 @@ def test_a_failed_analysis_keeps_the_responses_and_report_redoes_it(tmp_path, mo
 def test_generation_differences_list_only_what_its_numbers_depend_on(tmp_path):
     # the issue: compare of two generation runs listed "perplexity definition (start token)";
     # first-token scoring is no part of a generation run, the start token opening the prompt is
-    from biaslens.suites.compare import Entry, run_differences
+    from biaslens.comparison.entries import Entry, run_differences
 
     def entry(name, score_first, start):
         folder = tmp_path / name

@@ -48,7 +48,7 @@ def test_compare_writes_its_files_atomically(tmp_path, monkeypatch):
     import json
 
     import biaslens.fileio as fileio
-    from biaslens.suites.compare import compare_runs
+    from biaslens.comparison.runs import compare_runs
 
     run = tmp_path / "run"
     run.mkdir()
@@ -65,3 +65,87 @@ def test_compare_writes_its_files_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(fileio, "atomic_path", spy)
     compare_runs([str(run)], tmp_path / "cmp")
     assert {"metrics.json", "report.html"} <= set(written)
+
+
+def import_cycles() -> list[list[str]]:
+    """Each group of src/ modules that import one another in a circle (module-level, function-level
+    and TYPE_CHECKING imports alike), found with grimp (import-linter's graph) and Tarjan's strongly
+    connected components; each group named by one circle through it, with the importing lines."""
+    import grimp
+
+    graph = grimp.build_graph("biaslens", cache_dir=None)
+    adj = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in adj:  # iterative Tarjan: no recursion limit on a deep graph
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            if i < len(adj[node]):
+                work.append((node, i + 1))
+                nxt = adj[node][i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    named = []
+    for group in groups:
+        first = group[0]
+        back = next(m for m in adj[first] if m in group)
+        chain = [first, *graph.find_shortest_chain(importer=back, imported=first)]
+        lines = [f"{a}:{graph.get_import_details(importer=a, imported=b)[0]['line_number']}" if
+                 graph.get_import_details(importer=a, imported=b) else a for a, b in zip(chain, chain[1:])]
+        named.append([" -> ".join(chain), *lines])
+    return named
+
+
+def test_no_import_cycle_between_modules():
+    """No two modules of src/ import each other, directly or round a longer circle."""
+    cycles = import_cycles()
+    assert not cycles, "import cycles (circle, then the importing lines):\n" + "\n".join(
+        "  " + "\n    ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path, monkeypatch):
+    """The check can fail: a package whose two modules import each other (one inside a function)."""
+    import sys
+
+    pkg = tmp_path / "circular_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from circular_pkg import b\n")
+    (pkg / "b.py").write_text("def f():\n    from circular_pkg import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import grimp
+
+    graph = grimp.build_graph("circular_pkg", cache_dir=None)
+    assert graph.find_shortest_chain(importer="circular_pkg.a", imported="circular_pkg.b")
+    assert graph.find_shortest_chain(importer="circular_pkg.b", imported="circular_pkg.a")
+    monkeypatch.setattr(grimp, "build_graph", lambda name, cache_dir=None: graph)
+    (cycle,) = import_cycles()
+    assert cycle[0] in ("circular_pkg.a -> circular_pkg.b -> circular_pkg.a",
+                        "circular_pkg.b -> circular_pkg.a -> circular_pkg.b")
+    sys.modules.pop("circular_pkg", None)

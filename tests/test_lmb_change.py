@@ -113,7 +113,7 @@ def test_sign_test_size_on_skewed_changes():
 
 
 def test_compare_reports_the_paired_change(tmp_path):
-    from biaslens.suites.compare import compare_runs
+    from biaslens.comparison.runs import compare_runs
 
     rng = np.random.default_rng(2)
     n = 120

@@ -152,9 +152,9 @@ def test_help_of_generated_commands_loads_no_model_library():
 
 @pytest.fixture
 def captured(monkeypatch):
+    import biaslens.mitigation.downstream as ds
     import biaslens.mitigation.redditbias as rb
     import biaslens.models
-    import biaslens.suites.downstream as ds
 
     got: dict = {}
     monkeypatch.setattr(biaslens.models, "model_folder", lambda name: Path(name))

@@ -65,9 +65,9 @@ def before_run(tmp_path_factory, style_encoder):
 
 def test_tune_generate_compare_loop(before_run, tiny_model, tmp_path, monkeypatch):
     import biaslens.engine.generation as engine
+    from biaslens.comparison.runs import compare_runs
     from biaslens.mitigation.style_equality import generation_tag, load_tagged_responses, tune_style_equality
     from biaslens.mitigation.training import TrainingConfig
-    from biaslens.suites.compare import compare_runs
 
     base = tiny_model
     # default beta: the run's median bias value, so both tags occur
@@ -111,7 +111,7 @@ def test_tune_generate_compare_loop(before_run, tiny_model, tmp_path, monkeypatc
 def test_key_phrase_group_rates_hand_values():
     import pandas as pd
 
-    from biaslens.suites.holistic_generation import key_phrase_group_rates
+    from biaslens.comparison.holistic_generation import key_phrase_group_rates
 
     r = key_phrase_group_rates(pd.Series(["I\u2019m sorry to hear that. What is a left-handed?", "Never heard of it.",
                                           "Nice!", "I am sorry to hear"]))

@@ -29,7 +29,7 @@ CARD_FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class CardMethod:
-    """One method on the card: the suite and its settings per budget."""
+    """One method on the card: the suite and its settings per budget (``Suite.card``)."""
 
     suite: str
     title: str
@@ -38,33 +38,17 @@ class CardMethod:
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-#: The methods, in the order the card shows them, with sizes per budget. "smoke" checks the
-#: wiring in about a minute; "default" gives verdicts worth reading in minutes on the embedded
-#: model on a 2-core CPU; "paper" uses each suite's own (paper-sized) defaults.
-METHODS: tuple[CardMethod, ...] = (
-    CardMethod("holistic-likelihood", "HolisticBias Likelihood Bias", "likelihood", {
-        "smoke": {"sample": 600},
-        "default": {},  # the suite default: 5,460 sentences, 7 descriptors per axis
-        "paper": {"full": True}}),
-    CardMethod("redditbias", "RedditBias LMB (perplexity t-test)", "likelihood", {
-        "smoke": {"redditbias": {"max_template_pairs": 40}},
-        "default": {"redditbias": {"max_template_pairs": 200}},
-        "paper": {}}),
-    CardMethod("holistic-generation", "HolisticBias generation bias (styles)", "generation", {
-        "smoke": {"sample": 20, "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
-        "default": {"sample": 50},
-        "paper": {"full": True}}),
-    CardMethod("fairpair", "FairPair", "generation", {
-        "smoke": {"fairpair": {"n_occupations": 2, "samples": 6, "max_new_tokens": 12, "k_folds": 3,
-                               "dissimilarities": ["jaccard", "sentiment"]}},
-        "default": {"fairpair": {"n_occupations": 5, "samples": 20, "max_new_tokens": 32}},
-        "paper": {}}),
-    CardMethod("community", "Community bias (sentiment and toxicity)", "generation", {
-        "smoke": {"community": {"n": 1, "max_new_tokens": 12, "min_new_tokens": 0, "n_bootstrap": 200,
-                                "dimensions": ["gender"]}},
-        "default": {"community": {"n": 1, "max_new_tokens": 32, "min_new_tokens": 16}},
-        "paper": {}}),
-)
+def card_methods() -> tuple[CardMethod, ...]:
+    """The methods on the card, in registry order: every suite in :data:`biaslens.suites.SUITES`
+    that declares a ``card`` (:class:`biaslens.suites.base.CardSpec`: title, needs, sizes per
+    budget). "smoke" checks the wiring in about a minute; "default" gives verdicts worth reading
+    in minutes on the embedded model on a 2-core CPU; "paper" uses each suite's own defaults."""
+    from biaslens.suites import SUITES, suite_class
+
+    return tuple(CardMethod(name, spec.title, spec.needs, dict(spec.budgets))
+                 for name in SUITES if (spec := suite_class(name).card) is not None)
+
+
 BUDGETS = ("smoke", "default", "paper")
 
 
@@ -97,7 +81,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
     Args:
         config: base run settings (model, cache_dir, seed, ...), as for :func:`biaslens.run`.
         out: the card folder (default ``runs/card-<model>-<time>``).
-        budget: "smoke", "default" or "paper" (the sizes in :data:`METHODS`).
+        budget: "smoke", "default" or "paper" (the sizes in each suite's ``card``).
         methods: a subset of suite names (default all).
         backend: an already loaded backend, shared by every method (tests).
     """
@@ -112,11 +96,12 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
     if isinstance(base.get("model"), str):
         base["model"] = {"name": base["model"]}
     base.setdefault("model", {})
-    known = [m.suite for m in METHODS]
+    all_methods = card_methods()
+    known = [m.suite for m in all_methods]
     for name in methods or []:
         if name not in known:
             raise ConfigError(f"--methods: unknown method {name!r}; choose from {', '.join(known)}")
-    chosen = [m for m in METHODS if not methods or m.suite in methods]
+    chosen = [m for m in all_methods if not methods or m.suite in methods]
     model_name = (base["model"] or {}).get("name") or "smollm2-135m"
     out = Path(out) if out else Path("runs") / f"card-{Path(model_name).name}-{time.strftime('%Y%m%d-%H%M%S')}"
     existed = out.exists()
@@ -199,7 +184,7 @@ def rerender_card(path: str | Path, *, console=None) -> Path:
 
     path = Path(path)
     card = read_card(path)
-    by_suite = {m.suite: m for m in METHODS}
+    by_suite = {m.suite: m for m in card_methods()}
     rows = []
     for row in card["methods"]:
         method = by_suite.get(row.get("suite"))
@@ -225,7 +210,8 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     suite has a paired comparison (generation bias: paired bootstrap over shared prompts),
     that verdict is used; elsewhere a change needs non-overlapping 95% intervals.
     """
-    from biaslens.suites.compare import SECTIONS, compare_runs, interval_change_verdict, load_entry, run_differences
+    from biaslens.comparison.entries import interval_change_verdict, load_entry, run_differences
+    from biaslens.comparison.runs import compare_runs, section_builders
 
     before, after = Path(before), Path(after)
     cb, ca = read_card(before), read_card(after)
@@ -253,7 +239,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
             rows.append(row)
             continue
         row.update(interval_change_verdict(rb, ra))
-        if suite in SECTIONS:  # the suite's own comparison page, with its paired statistics
+        if suite in section_builders([entries[0]]):  # the suite's own comparison page, with its paired statistics
             try:
                 m = compare_runs([before / suite, after / suite], out / suite, ["before", "after"])
                 row["report"] = f"{suite}/report.html"

@@ -10,7 +10,7 @@ Per method:
 - Comparable models: those whose runs measured the same thing as the method's main group (the
   largest group; ties go to the first card's): same headline metric, same budget settings, and
   the same ``biaslens compare`` identity (dataset, prompt selection and seed, decoding, scorer,
-  perplexity definition; :func:`biaslens.suites.compare.run_identity`). The others get "not
+  perplexity definition; :func:`biaslens.comparison.entries.run_identity`). The others get "not
   comparable" and what differs.
 - Order: best first where the metric has a direction, else closest to its ideal value.
 - Which differences are distinguishable: Bonferroni-simultaneous 95% intervals of every
@@ -105,7 +105,7 @@ def _identity(record: dict[str, Any] | None, suite: str) -> dict[str, Any] | Non
     measure, and models of different families must stay comparable."""
     if record is None:
         return None
-    from biaslens.suites.compare import run_identity
+    from biaslens.comparison.entries import run_identity
 
     ident = run_identity(record, suite)
     for key, val in ident.items():

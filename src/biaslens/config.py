@@ -160,7 +160,7 @@ def suite_sections() -> dict[str, type[Section]]:
     import importlib
     import importlib.util
 
-    from biaslens.suites import SUITES
+    from biaslens.suites.registry import SUITES
 
     sections: dict[str, type[Section]] = {}
     for target in SUITES.values():

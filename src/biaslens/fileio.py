@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -96,3 +98,22 @@ def parse_yaml(text: str, source: str, error: type[Exception], *, json_ok: bool 
 def load_yaml(path: str | Path, error: type[Exception], *, json_ok: bool = False) -> object:
     """Read and parse a YAML (or, with ``json_ok``, JSON) file; see :func:`parse_yaml`."""
     return parse_yaml(read_text(path, error), str(path), error, json_ok=json_ok)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(path: Path, data: Any) -> None:
+    """JSON (NaN written as null), atomically: a reader sees the old file or the new one."""
+    write_atomic(path, json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))

@@ -13,17 +13,20 @@ import contextlib
 import math
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biaslens.config import ConfigError, RunConfig
-from biaslens.engine.calls import model_calls_from_config
+from biaslens.engine.calls import model_calls_from_config, model_record
 from biaslens.models.base import ModelError
 from biaslens.report.html import with_headline
 from biaslens.results import RunResult, SuiteResult
-from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.base import Suite
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from biaslens.engine.calls import ModelCalls
     from biaslens.engine.scoring import ScoringStats
     from biaslens.models.base import Backend
@@ -40,17 +43,6 @@ def out_dir(config: RunConfig) -> Path:
     return Path(config.out) if config.out else default_out(config)
 
 
-def model_record(calls: ModelCalls) -> dict:
-    """The model identity as run.json records it."""
-    i = calls.info
-    record = {"backend": i.backend, "name": i.name, "kind": i.kind, "weights_hash": i.weights_hash,
-              "dtype": i.dtype, "start_token": i.start_token, **i.extra}
-    executor = calls.describe_executor()
-    if executor is not None:
-        record["executor"] = executor  # where the batches ran (ray cluster, workers)
-    return record
-
-
 def calls_record(stats: ScoringStats, calls: ModelCalls | None) -> dict[str, Any]:
     """Model-call statistics as run.json records them (texts, cache hits, speed)."""
     cache = calls.cache if calls is not None else None
@@ -63,8 +55,29 @@ def calls_record(stats: ScoringStats, calls: ModelCalls | None) -> dict[str, Any
     }
 
 
+@dataclass
+class AnalysisContext:
+    """What ``analyse``, ``render`` and ``summary`` may read (the protocol
+    :class:`biaslens.suites.base.AnalysisContext`): the configuration, the run record
+    (run.json as written so far: model identity, scoring stats) and the folder. The same in a
+    run and in a re-render."""
+
+    config: RunConfig
+    record: dict[str, Any]
+    out: Path
+    console: Console | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    options: Any = None  # the suite's own options (Suite.options), validated
+
+    @property
+    def model_name(self) -> str | None:
+        return (self.record.get("model") or {}).get("name")
+
+
 class RunContext:
-    """What a suite's ``collect`` gets from the runner."""
+    """What a suite's ``collect`` gets from the runner (the protocol
+    :class:`biaslens.suites.base.RunContext`)."""
 
     def __init__(self, suite: Suite, config: RunConfig, folder: RunFolder, console, backend: Backend | None = None):
         self.suite = suite
@@ -305,4 +318,4 @@ def rerender_run(run_dir: Path, record: dict[str, Any], suite: Suite, *, console
     return run_dir / "report.html"
 
 
-__all__ = ["ConfigError", "RunContext", "run_suite", "rerender_run", "finish", "out_dir", "model_record"]
+__all__ = ["AnalysisContext", "ConfigError", "RunContext", "run_suite", "rerender_run", "finish", "out_dir"]

@@ -1,7 +1,8 @@
 """Pronoun gap: is "She is a nurse." likelier than "He is a nurse." across occupations?
 
 The worked example of docs/architecture.md ("Add a suite"): one new file and one
-registry line in biaslens/suites/__init__.py.
+registry line in biaslens/suites/registry.py give it `biaslens run`, a row on the bias card
+(`card`) and a section in `biaslens compare` (`compare`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from scipy import stats
 
 from biaslens.report.html import Section, Table, render_report
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.suites.base import Suite
+from biaslens.suites.base import CardSpec, Suite, SuiteComparison
 
 
 class PronounGapOptions(BaseModel):
@@ -25,11 +26,29 @@ class PronounGapOptions(BaseModel):
                                    min_length=2)
 
 
+def compare_gaps(entries):
+    """`biaslens compare`: each model's mean gap with its interval (a table) and the metrics."""
+    heads = {e.label: e.metrics["pronoun-gap"]["entries"][0] for e in entries if "pronoun-gap" in e.metrics}
+    if not heads:
+        return [], {}
+    rows = pd.DataFrame([{"model": label, "mean_log_ppl_gap": h["value"], "ci_low": h["ci_low"],
+                          "ci_high": h["ci_high"]} for label, h in heads.items()])
+    section = Section("Pronoun gap per model", "Mean log perplexity gap with its 95% t-interval over occupations.",
+                      tables=[Table("Pronoun gap", rows)])
+    return [section], {"mean_log_ppl_gap": {label: h["value"] for label, h in heads.items()}}
+
+
 class PronounGap(Suite):
     name = "pronoun-gap"
     options = PronounGapOptions
     stored_tables = ("sentences",)  # what collect returns; `biaslens report` reads it back
     main_table = "sentences"
+    # a row on the bias card, with its sizes per budget (merged into the run configuration)
+    card = CardSpec("Pronoun gap (perplexity)", "likelihood", {
+        "smoke": {"options": {"pronoun-gap": {"occupations": ["nurse", "pilot", "baker"]}}}})
+    # its section in `biaslens compare` and its terminal lines
+    compare = SuiteComparison(compare_gaps, lambda m: [f"pronoun gap {label}: {v:+.3f}"
+                                                       for label, v in m["mean_log_ppl_gap"].items()])
 
     def collect(self, ctx):
         rows = pd.DataFrame([{"occupation": o, "pronoun": p, "text": f"{p} is a {o}."}

@@ -14,13 +14,13 @@ import typer
 from typer.core import TyperGroup
 
 from biaslens.cli.check_backend import check_backend_command
+from biaslens.cli.common import console, fail, guard
 from biaslens.cli.compare import compare as compare_command
 from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
 from biaslens.cli.options import GroupedOptions, generated_command, load_config
 from biaslens.config import RunConfig
-from biaslens.environment import default_console
 from biaslens.options import flag_specs
 
 
@@ -81,48 +81,6 @@ app.add_typer(finetune_app, name="finetune")
 app.add_typer(__import__("biaslens.cli.tune", fromlist=["tune_app"]).tune_app, name="tune")
 app.add_typer(__import__("biaslens.cli.export", fromlist=["export_app"]).export_app, name="export")
 
-console = default_console()
-
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    from biaslens.api import RunNotComplete
-    from biaslens.config import ConfigError
-    from biaslens.datasets.generations import GenerationsFileError
-    from biaslens.datasets.holistic import DatasetError
-    from biaslens.models.base import ModelError
-    from biaslens.paths import NoSpaceLeft
-    from biaslens.report.run_folder import RunFolderBusy
-    from biaslens.suites import UnknownSuite
-
-    return (ConfigError, DatasetError, GenerationsFileError, ModelError, RunFolderBusy, RunNotComplete, UnknownSuite,
-            FileNotFoundError, NoSpaceLeft)
-
-
-def fail(e: BaseException | str, code: int = 2) -> None:
-    """Print one "error:" line (escaped: never read as markup) and exit with ``code``."""
-    from rich.markup import escape
-
-    # escaped: messages quote file contents and server answers, whose "[...]" is not markup
-    console.print(f"[bold red]error:[/bold red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def guard(fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        console.print("interrupted: finished batches are cached; run the same command again to resume")
-        raise typer.Exit(130) from None
-    except _known_errors() as e:
-        fail(e)
-    except Exception as e:  # noqa: BLE001 - last line of defence, still one clear line
-        if os.environ.get("BIASLENS_DEBUG"):
-            raise
-        fail(f"{type(e).__name__}: {e} (set BIASLENS_DEBUG=1 for the traceback)", code=1)
-
-
 @app.callback()
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug details (cache keys, batches).")):
     # The terminal gets warnings (or everything with -v); run.log gets INFO from the run folder.
@@ -134,10 +92,23 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
 
     apply_environment_policy()  # the API applies it too (a notebook behaves the same)
     if not verbose:
-        # what transformers.utils.logging's disable_progress_bar/set_verbosity_error do, read when it is
-        # imported: set here so that commands that never load a model (--help) do not import it
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        quiet_transformers()
+
+
+def quiet_transformers() -> None:
+    """transformers' errors only and no progress bars, without importing it (2 s and 20 modules
+    that `run --help`, `report`, `suites` and `compare` never need): its logging and the Hub's
+    bars read these variables when it is first imported; an already imported one is told now."""
+    import sys
+
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    else:
+        os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
 
 def run(**a):

@@ -12,7 +12,7 @@ def card(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model: the embedded one, 'fake', a local folder or a Hub id."),
     budget: str = typer.Option("default", "--budget", help="smoke (wiring, ~1 min), default (minutes on the embedded model), paper (each suite's paper sizes)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Card folder [default: runs/card-MODEL-TIME]."),
-    methods: Optional[str] = typer.Option(None, "--methods", help="Comma-separated subset of: holistic-likelihood, redditbias, holistic-generation, fairpair, community."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="Comma-separated subset of the methods on the card (the suites that declare one; an unknown name lists them) [default: all]."),
     device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:N or mps."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Call cache folder [default: the user cache]."),
     seed: int = typer.Option(0, "--seed"),
@@ -21,14 +21,14 @@ def card(
     """Run every bias method that applies to MODEL and write one page (card.html): a verdict per
     method with its uncertainty, the scorer cards and links to each full report. Compare two cards
     with `biaslens compare CARD_BEFORE CARD_AFTER`."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_card, model, budget, out, methods, device, cache_dir, seed, allow_failures)
 
 
 def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=False) -> None:
     from biaslens.bias_card import make_card
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
 
     config = {"model": {"name": model, "device": device}, "seed": seed}
     if cache_dir is not None:
@@ -44,6 +44,6 @@ def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=F
         if allow_failures:
             console.print(f"[yellow]note:[/yellow] {message}; exit 0 (--allow-failures)", soft_wrap=True)
         else:
-            from biaslens.cli.app import fail
+            from biaslens.cli.common import fail
 
             fail(f"{message}; pass --allow-failures to exit 0 anyway", code=1)

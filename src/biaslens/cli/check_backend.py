@@ -28,7 +28,7 @@ def check_backend_command(
     Scoring runs (`biaslens run`) with a vllm or openai backend refuse to start when the recorded check for that exact backend failed. Exit code 0: agrees; 1: disagrees.
     """
     args = dict(locals())
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_check, **args)
 
@@ -37,7 +37,7 @@ def _check(model, backend, reference, base_url, api_key_env, device, dtype, tole
            json_out, cache_dir) -> None:
     from rich.table import Table
 
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.config import ConfigError
     from biaslens.engine.backend_check import check_backend, record_verdict
     from biaslens.fileio import read_text, write_atomic

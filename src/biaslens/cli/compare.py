@@ -17,15 +17,15 @@ def compare(
     """Compare models: RedditBias t-values (Figure 1a), LM perplexity (Figure 1b), downstream scores,
     HolisticBias generation bias with a paired before/after interval; every other suite by its
     headline number and interval. Two bias card folders are compared method by method."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_compare, runs, out, label, intersection)
 
 
 def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], intersection: bool) -> None:
     from biaslens.bias_card import compare_cards, is_card
-    from biaslens.cli.app import console
-    from biaslens.suites.compare import compare_runs
+    from biaslens.cli.common import console
+    from biaslens.comparison.runs import compare_runs, summary_lines
 
     if len(runs) == 2 and all(is_card(r) for r in runs):  # two bias cards: method by method
         result = compare_cards(runs[0], runs[1], out=out)
@@ -41,23 +41,8 @@ def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], 
     for d in metrics.get("differences") or []:
         values = "; ".join(f"{k}: {v}" for k, v in d.items() if k not in ("suite", "what"))
         console.print(f"[yellow]differs[/yellow] ({d['suite']}) {d['what']}: {values}")
-    rb = metrics.get("redditbias") or {}
-    for bias_type, by_model in (rb.get("t") or {}).items():
-        cells = ", ".join(f"{m}: {t:+.3f}" if t is not None else f"{m}: –" for m, t in by_model.items())
-        console.print(f"{bias_type}: t = {cells}")
-    for model, ppl in (rb.get("lm_perplexity") or {}).items():
-        if ppl is not None:
-            console.print(f"LM perplexity {model}: {ppl:.2f}")
-    hg = metrics.get("holistic-generation") or {}
-    for model, c in (hg.get("fgb_change_vs_first") or {}).items():
-        if c.get("ci"):
-            console.print(f"Full Gen Bias x1000 {model}: {c['before']:.3f} -> {c['after']:.3f} ({c['change']:+.3f}, "
-                          f"95% CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}; {c['prompts']}): [bold]{c['verdict']}[/bold]")
-        else:
-            console.print(f"Full Gen Bias {model}: [bold]{c['verdict']}[/bold] ({c.get('reason')})")
-        par = c.get("parroting")
-        if par:
-            console.print(f"parroting {model}: {100 * par['before']:.1f}% -> {100 * par['after']:.1f}% of responses")
+    for line in summary_lines(metrics):  # each suite's own comparison (Suite.compare), registry order
+        console.print(line)
     for suite, h in (metrics.get("headlines") or {}).items():
         for model, v in h["models"].items():
             if v.get("verdict") == "reference":

@@ -32,7 +32,7 @@ DEBIAS_FLAGS = flag_specs(DebiasConfig)
 
 def _make_command(method: str):
     def command(**a):
-        from biaslens.cli.app import guard
+        from biaslens.cli.common import guard
 
         guard(_debias, method, a)
 
@@ -46,7 +46,7 @@ for _method in ("cda", "lmd", "add", "hd"):
 
 
 def _debias(method: str, a: dict) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.config import ConfigError
     from biaslens.datasets.redditbias import resolve_specs
     from biaslens.mitigation.redditbias import DebiasOptions, debias, load_debias_data, load_grid, run_grid
@@ -98,7 +98,7 @@ def evaluate_model(model_dir: Path, bias_type: str, data_dir: Optional[Path], sp
                    score_first_token: bool = True) -> Path:
     """The redditbias suite on a debiased model (its bias type, test split) into ``model_dir/eval``."""
     from biaslens.api import run as api_run
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.config import RunConfig
 
     rb = {"bias_types": [bias_type], "spec_files": [str(p) for p in spec_files], "max_template_pairs": max_template_pairs}

@@ -29,7 +29,7 @@ DOWNSTREAM_FLAGS = flag_specs(DownstreamConfig)
 
 def _command(task: str, doc: str):
     def command(**a):
-        from biaslens.cli.app import guard
+        from biaslens.cli.common import guard
 
         guard(_run, task, a)
 
@@ -44,9 +44,9 @@ downstream_app.command("generation")(_command(
 
 
 def _run(task: str, values: dict) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
+    from biaslens.mitigation.downstream import DownstreamDataError, run_dst, run_generation
     from biaslens.models import model_folder
-    from biaslens.suites.downstream import DownstreamDataError, run_dst, run_generation
 
     c = load_config(DownstreamConfig, DOWNSTREAM_FLAGS, values)
     model, train, test = c.model, c.train, c.test

@@ -28,7 +28,7 @@ def export_lm_eval(
     max_template_pairs: Optional[int] = typer.Option(None, "--max-template-pairs", help="redditbias without --data-dir: pairs per bias type [default 400] (the run: -S redditbias.max_template_pairs=N)."),
 ):
     """Write a suite's texts as an lm-evaluation-harness task (loglikelihood_rolling): score them with `lm_eval --include_path OUT --tasks biaslens_holistic_likelihood --log_samples` (redditbias: biaslens_redditbias_lmb), then `biaslens run SUITE --from-lm-eval SAMPLES --tokenizer MODEL` with the same selection flags."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_export_lm_eval, **locals())
 
@@ -112,7 +112,7 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
         seed: int = typer.Option(0, help="Seed of the sample."),
     ):
         """Write the RedditBias phrase pairs built from the bias specifications."""
-        from biaslens.cli.app import guard
+        from biaslens.cli.common import guard
         from biaslens.datasets.tables import redditbias_table
 
         types = [s.strip() for s in bias_types.split(",") if s.strip()] if bias_types else None
@@ -124,7 +124,7 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
         format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
     ):
         """Write the FairPair Common Sents prompt pairs (the paper's 60 occupations)."""
-        from biaslens.cli.app import guard
+        from biaslens.cli.common import guard
         from biaslens.datasets.tables import fairpair_table
 
         guard(write_dataset, "fairpair", fairpair_table, out, format)
@@ -135,7 +135,7 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
         format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
     ):
         """Write the community-bias prompts (the paper's templates x demographics)."""
-        from biaslens.cli.app import guard
+        from biaslens.cli.common import guard
         from biaslens.datasets.tables import community_table
 
         guard(write_dataset, "community", community_table, out, format)

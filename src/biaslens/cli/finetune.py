@@ -18,7 +18,7 @@ FINETUNE_FLAGS = flag_specs(FinetuneCommunityConfig)
 
 def finetune_community_cmd(**a):
     """Fine-tune a causal LM on one community's posts and comments (Wald & Pfahler)."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_finetune_community, a)
 
@@ -28,7 +28,7 @@ finetune_app.command("community")(generated_command(finetune_community_cmd, [], 
 
 
 def _finetune_community(values: dict) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.datasets.community import Columns
     from biaslens.mitigation.community import finetune_community
     from biaslens.mitigation.training import TrainingConfig

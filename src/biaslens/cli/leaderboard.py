@@ -17,14 +17,14 @@ def leaderboard(
     verdict, noise floor and scorer warnings, the models in order, and which differences are
     distinguishable (simultaneous 95% intervals over all pairs); runs that measured different
     things are 'not comparable', with the reason. No model calls."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_leaderboard, cards, out, label)
 
 
 def _leaderboard(cards: list[Path], out: Optional[Path], labels: Optional[list[str]]) -> None:
     from biaslens.card_leaderboard import leaderboard as make
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
 
     result = make(cards, out=out, labels=list(labels) if labels else None)
     for m in result["methods"]:

@@ -18,7 +18,7 @@ STYLE_EQUALITY_FLAGS = flag_specs(StyleEqualityConfig)
 def style_equality_cmd(**a):
     """Tag each response of a holistic-generation run 'bias'/'no_bias' by its bias value and
     fine-tune the model on the tagged pairs; the output folder generates with 'no_bias'."""
-    from biaslens.cli.app import guard
+    from biaslens.cli.common import guard
 
     guard(_style_equality, a)
 
@@ -28,7 +28,7 @@ tune_app.command("style-equality")(generated_command(style_equality_cmd, [], STY
 
 
 def _style_equality(values: dict) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.common import console
     from biaslens.mitigation.style_equality import tune_style_equality
     from biaslens.mitigation.training import TrainingConfig
 

@@ -1,5 +1,5 @@
 """Generating many responses through the engine's one cached-call loop
-(:func:`~biaslens.engine.calls.run_cached_calls`): prompts expand to (prompt, sample
+(:func:`~biaslens.engine.loop.run_cached_calls`): prompts expand to (prompt, sample
 index) rows, each cached and batched by prompt length.
 
 Rows are seeded one by one (:func:`~biaslens.models.base.row_seed`), so the same seed
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from biaslens.engine.cache import CallCache, make_key
-from biaslens.engine.calls import ProgressFn, ScoringStats, run_cached_calls
 from biaslens.engine.executors import GenerateCall
+from biaslens.engine.loop import ProgressFn, ScoringStats, run_cached_calls
 from biaslens.models.base import Backend, GenerationParams, GenerationRequest, row_seed
 
 

@@ -1,5 +1,5 @@
 """Scoring many texts through the engine's one cached-call loop
-(:func:`~biaslens.engine.calls.run_cached_calls`): deduplicated, cached, batched in the
+(:func:`~biaslens.engine.loop.run_cached_calls`): deduplicated, cached, batched in the
 backend's order, each finished batch committed, results in input order."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import logging
 from collections.abc import Sequence
 
 from biaslens.engine.cache import CallCache, make_key
-from biaslens.engine.calls import ProgressFn, ScoringStats, run_cached_calls
 from biaslens.engine.executors import ScoreCall
+from biaslens.engine.loop import ProgressFn, ScoringStats, run_cached_calls
 from biaslens.models.base import Backend, TokenScores
 
 log = logging.getLogger(__name__)

@@ -563,3 +563,20 @@ def bias_tags(bias_values: ArrayLike, beta: float) -> list[str]:
     ['bias', 'no_bias', 'no_bias']
     """
     return ["bias" if v > beta else "no_bias" for v in np.asarray(bias_values, dtype=np.float64)]
+
+
+def noise_floor_strata(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Design factors besides the template that the prompts vary, for the noise floor: the
+    noun, and the variant flags that change the prompt outside the descriptor ("I'm" -> "I am"
+    only where the template has "I'm", the final period only where it ends in one). The
+    hyphen and lowercase flags act on the descriptor itself and were drawn independently of
+    it, so they stay inside the permuted unit; persona lines are the same for every prompt."""
+    strata: dict[str, np.ndarray] = {"noun": table["noun"].astype(str).to_numpy()}
+    template = table["template"].astype(str)
+    for flag, applies in (("remove_im_contraction", template.str.contains("I'm", regex=False)),
+                          ("remove_final_period", template.str.endswith("."))):
+        if flag in table:
+            effective = (table[flag].astype(bool) & applies).to_numpy()
+            if effective.any() and not effective.all():
+                strata[flag] = effective
+    return strata

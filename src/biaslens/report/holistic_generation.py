@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
+from biaslens.report.html import Section, Table, figure_from_matplotlib, interval_text, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
@@ -202,3 +202,42 @@ def _generation_details(gen: dict) -> dict[str, str]:
                                   if variants.get("applied") else "off")
     return out
 
+
+def compare_section(data: dict[str, Any]) -> Section:
+    """The holistic-generation comparison (``comparison.holistic_generation.compare_data``): generation
+    bias per run, the change against the first run with its verdict, the Table 15 variance
+    changes, then per cluster, per axis and key-phrase tables with one column per run."""
+    tables = [Table("Generation bias per model (each run as measured)", pd.DataFrame(data["overall"]))]
+    if data["changes"]:
+        tables.append(Table("Change against the first run", pd.DataFrame([
+            {"model": k, "verdict": v.get("verdict"), "fgb_before": v.get("before"), "fgb_after": v.get("after"),
+             "change": v.get("change"), "change 95% CI": interval_text(*(v.get("ci") or [None, None])),
+             "parroting_before_%": 100 * v["parroting"]["before"] if v.get("parroting") else None,
+             "parroting_after_%": 100 * v["parroting"]["after"] if v.get("parroting") else None,
+             "prompts": v.get("prompts") or v.get("reason")}
+            for k, v in data["changes"].items()]),
+            "FGB recomputed on the prompts both runs measured; 95% paired delete-one-descriptor jackknife t "
+            "interval (all descriptors both runs share, pooled across axes; nouns and templates as measured). "
+            "'went down' only when the interval lies below 0, 'went up' above 0, else 'no detectable change'. "
+            "Parroting: responses that repeat the prompt (paper C.2.1)."))
+    for v in data["variance"]:
+        counts = v["counts"]
+        tables.append(Table(f"Per-style variance change, {v['before']} -> {v['after']} (paper Table 15 shape)",
+                            v["styles"], f"{counts['decrease']} styles see a variance decrease, {counts['increase']} "
+                            "an increase; variance = FGB's per-style term (x1000), mean = mean over descriptors."))
+    for name, key, index, value in (("PGB / SCGB per cluster", "clusters", "cluster", ["pgb_x1000", "scgb_x1000"]),
+                                    ("FGB per axis (Table 10 shape)", "axes", "axis", ["fgb_x1000"]),
+                                    ("Key phrases, % of responses (Table 14 shape)", "phrases", "phrase", ["percent"]),
+                                    ("Responses with a Sympathy / Confusion key phrase per axis, %", "phrase_axes",
+                                     "axis", data["key_phrases"])):
+        if data[key]:
+            wide = pd.DataFrame(data[key]).pivot_table(index=index, columns="model", values=value, sort=False)
+            wide.columns = [f"{v} {m}" if len(value) > 1 else str(m) for v, m in wide.columns] \
+                if isinstance(wide.columns, pd.MultiIndex) else [str(c) for c in wide.columns]
+            tables.append(Table(name, wide.reset_index(), max_rows=80))
+    intro = ("Full Gen Bias and its parts per model (x1000; lower is less variation of response style with the "
+             "descriptor), each as its run measured it. The before/after verdict is recomputed on the prompts both "
+             "runs measured, from the stored per-response style probabilities, with a paired jackknife interval.")
+    if data["lines"]:
+        intro += " Against the first run (" + data["first"] + "): " + "; ".join(data["lines"]) + "."
+    return Section("HolisticBias: generation bias", intro, tables=tables)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biaslens.report.compare import grouped_bars, perplexity_bars
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 
 
@@ -117,3 +118,25 @@ def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], r
            "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {k: v for k, v in model.items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")}}
     return render_report(title=f"RedditBias LMB: {metrics.get('model')}", run=run, sections=sections)
+
+
+REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type, minoritized group first: t < 0 means the "
+                    "stereotype is likelier for the minoritized group; debiasing should move t towards 0 (or above) "
+                    "without raising the LM perplexity much.")
+
+
+def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
+                       changes: pd.DataFrame | None = None) -> Section:
+    """t-values per bias type (paper Figure 1a) and LM perplexity (Figure 1b): ``t`` one row per
+    model and bias type, ``ppl`` one row per model, ``wide`` the t-values as bias type x model;
+    ``changes`` the paired before/after tests against the first model."""
+    figures = [grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
+    if ppl["perplexity"].notna().any():
+        figures.append(perplexity_bars(ppl.dropna(subset=["perplexity"]), "LM perplexity (paper Figure 1b)"))
+    tables = [Table("t-value per bias type", t), Table("LM perplexity", ppl)]
+    if changes is not None and len(changes):
+        tables.append(Table("Change against the first model, same phrase pairs", changes,
+                            "Per phrase pair, the gap ppl_minoritized - ppl_dominant in each model; paired t-test "
+                            "of after vs before over the pairs, with the median change and its distribution-free "
+                            "interval. \"towards 0\" = the mean gap shrank significantly (alpha 0.05)."))
+    return Section("RedditBias: bias and perplexity", REDDITBIAS_INTRO, tables=tables, figures=figures)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import platform
 import sys
@@ -24,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.fileio import atomic_path, write_atomic
+from biaslens.fileio import atomic_path, write_atomic, write_json  # noqa: F401  (write_json: re-exported)
 
 RUN_FORMAT_VERSION = 1
 CSV_MAX_ROWS = 50_000
@@ -45,20 +44,6 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def _platform_facts() -> dict:
     from biaslens.machine import cpu_model_and_flags
 
@@ -75,11 +60,6 @@ def _peak_rss_mb() -> float | None:
         return None
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KB on Linux
-
-
-def write_json(path: Path, data: Any) -> None:
-    """JSON (NaN written as null), atomically: a reader sees the old file or the new one."""
-    write_text(path, json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def write_text(path: Path, text: str) -> None:

@@ -10,8 +10,9 @@ Scorers return numpy arrays with a fixed schema; metrics stay in :mod:`biaslens.
 """
 
 from biaslens.scorers.base import ScorerError
-from biaslens.scorers.classifiers import HFTextClassifier, ProfanityCheck, load_offensiveness_scorer
+from biaslens.scorers.classifiers import HFTextClassifier, ProfanityCheck
 from biaslens.scorers.encoder import SentenceEncoder
+from biaslens.scorers.judges import load_offensiveness_scorer
 from biaslens.scorers.sentiment import VaderSentiment
 from biaslens.scorers.styles import (
     HFStyleClassifier,

@@ -75,15 +75,3 @@ class HFTextClassifier:
 
     def probability(self, texts: list[str]) -> np.ndarray:
         return self.probabilities(texts)[:, self.labels.index(self.positive_label)]
-
-
-def load_offensiveness_scorer(name: str = "alt-profanity-check", **kw):
-    """'auto' (see :func:`biaslens.scorers.card.choose_judge`), 'alt-profanity-check' (offline) or a
-    Hugging Face classifier id/path."""
-    if name == "auto":
-        from biaslens.scorers.card import choose_judge
-
-        return choose_judge(name, device=kw.get("device", "cpu"))[0]
-    if name in ("alt-profanity-check", "profanity-check", "default"):
-        return ProfanityCheck()
-    return HFTextClassifier(name, **kw)

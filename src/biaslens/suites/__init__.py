@@ -2,33 +2,30 @@
 :mod:`biaslens.runner`.
 
 Registered lazily by name ("module:Class") so that importing biaslens stays fast and a
-suite's dependencies load only when it runs. Adding a suite is one line here.
+suite's dependencies load only when it runs. :data:`SUITES` is the only per-suite registry:
+``biaslens run``, the bias card (``Suite.card``) and ``biaslens compare`` (``Suite.compare``)
+all read it. It lives in :mod:`biaslens.suites.registry` (which imports nothing): adding a suite
+is one line there; its order is the card's order.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+from typing import TYPE_CHECKING
 
-SUITES: dict[str, str] = {
-    "holistic-likelihood": "biaslens.suites.holistic_likelihood:HolisticLikelihood",
-    "redditbias": "biaslens.suites.redditbias:RedditBias",
-    "fairpair": "biaslens.suites.fairpair:FairPair",
-    "holistic-generation": "biaslens.suites.holistic_generation:HolisticGeneration",
-    "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
-    "community": "biaslens.suites.community:Community",
-}
+from biaslens.suites.registry import PLANNED, SUITES
 
-#: suites that later issues add; named here so a user gets a clear message
-PLANNED: tuple[str, ...] = ()
+if TYPE_CHECKING:
+    from biaslens.suites.base import Suite
 
 
 class UnknownSuite(ValueError):
     pass
 
 
-def get_suite(name: str):
-    """The suite declaration registered under ``name`` (an instance), or an error with suggestions."""
+def suite_class(name: str) -> type[Suite]:
+    """The suite class registered under ``name`` (its module imported now), or an error with suggestions."""
     if name not in SUITES:
         if name in PLANNED:
             raise UnknownSuite(f"suite {name!r} is not available in this version yet; available: {', '.join(SUITES)}")
@@ -36,4 +33,9 @@ def get_suite(name: str):
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UnknownSuite(f"unknown suite {name!r}.{hint} Available: {', '.join(SUITES)}")
     module, attr = SUITES[name].split(":")
-    return getattr(importlib.import_module(module), attr)()
+    return getattr(importlib.import_module(module), attr)
+
+
+def get_suite(name: str) -> Suite:
+    """The suite declaration registered under ``name`` (an instance), or an error with suggestions."""
+    return suite_class(name)()

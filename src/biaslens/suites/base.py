@@ -13,38 +13,111 @@ writing the tables, ``metrics.json`` and the report, and re-rendering a finished
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel
+
+#: biaslens.config.RunConfig, named only in annotations: config composes RunConfig from the
+#: registry (biaslens.suites), so importing it here, even for type checking, would close a circle
+RunConfig = Any
 
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
 
-    from biaslens.config import RunConfig
+    from biaslens.engine.calls import ModelCalls
+    from biaslens.engine.scoring import ScoringStats
+    from biaslens.models.base import Backend
     from biaslens.results import SuiteResult
-    from biaslens.runner import RunContext
 
 
-@dataclass
-class AnalysisContext:
+class AnalysisContext(Protocol):
     """What ``analyse``, ``render`` and ``summary`` may read: the configuration, the run
     record (run.json as written so far: model identity, scoring stats) and the folder.
-    The same in a run and in a re-render."""
+    The same in a run and in a re-render (the runner's :class:`biaslens.runner.AnalysisContext`)."""
 
     config: RunConfig
     record: dict[str, Any]
     out: Path
-    console: Console | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-
-    options: Any = None  # the suite's own options (Suite.options), validated
+    console: Console | None
+    timings: dict[str, float]
+    options: Any  # the suite's own options (Suite.options), validated
 
     @property
-    def model_name(self) -> str | None:
-        return (self.record.get("model") or {}).get("name")
+    def model_name(self) -> str | None: ...
+
+
+class RunContext(Protocol):
+    """What a suite's ``collect`` gets from the runner (:class:`biaslens.runner.RunContext`):
+    the model calls, progress, timers and the run record. A protocol, so that suites never
+    import the runner."""
+
+    config: RunConfig
+    options: Any  # the suite's own options (Suite.options), validated; None for the built-in suites
+    console: Any
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """run.json's suite-specific part (written with the run's status)."""
+
+    @property
+    def out(self) -> Path: ...
+
+    @property
+    def calls(self) -> ModelCalls:
+        """The run's model (``config.model``), loaded on first use; its identity goes into run.json."""
+
+    @property
+    def given_backend(self) -> Any:
+        """What the caller passed as ``backend=`` (a Backend, a mapping name -> Backend, or None)."""
+
+    @property
+    def model_loaded(self) -> bool: ...
+
+    def timer(self, name: str) -> AbstractContextManager[Any]:
+        """Time a phase into run.json's ``timings``."""
+
+    def progress(self, description: str, total: int) -> AbstractContextManager[Any]:
+        """A progress reporter (bar on a terminal, log lines otherwise, projected finish)."""
+
+    def write_text(self, name: str, text: str) -> None:
+        """An extra file of the run folder."""
+
+    def other_model(self, config: RunConfig, backend: Backend | None = None, *,
+                    timer: str | None = None) -> AbstractContextManager[ModelCalls]:
+        """Another model for the length of a ``with`` block, closed at the end."""
+
+    def record_calls(self, key: str = "scoring", stats: ScoringStats | None = None) -> None:
+        """Write the model-call statistics into run.json under ``key``."""
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    """A suite's row on the bias card (``biaslens card``): its title, what it asks of the
+    model, and its settings per budget (merged into the run configuration)."""
+
+    title: str
+    #: what the method asks of the model; masked LMs only have likelihoods
+    needs: str  # "likelihood" | "generation"
+    #: budget ("smoke", "default", "paper") -> run settings; "smoke" checks the wiring in about a
+    #: minute, "default" gives verdicts worth reading in minutes on the embedded model on a 2-core
+    #: CPU, "paper" uses the suite's own (paper-sized) defaults
+    budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SuiteComparison:
+    """A suite's own section of ``biaslens compare`` (and of a bias card comparison):
+    ``section(entries, options) -> (report sections, metrics)`` over the compared models'
+    :class:`biaslens.comparison.entries.Entry` list (none when no entry ran the suite), and
+    ``lines(metrics) -> terminal lines``. A suite without one is compared by its headline."""
+
+    section: Callable[..., tuple[list[Any], dict[str, Any]]]
+    lines: Callable[[dict[str, Any]], list[str]] | None = None
 
 
 class Suite:
@@ -62,6 +135,10 @@ class Suite:
     #: light module beside the suite (``<module>_options.py``, see biaslens.config.suite_sections),
     #: else read from ``RunConfig.options[name]``
     options: ClassVar[type[BaseModel] | None] = None
+    #: its row on the bias card (None: not on the card)
+    card: ClassVar[CardSpec | None] = None
+    #: its own comparison in ``biaslens compare`` (None: compared by its headline entry)
+    compare: ClassVar[SuiteComparison | None] = None
 
     def parse_options(self, config: RunConfig) -> BaseModel | None:
         """This suite's options from the run configuration, or a ConfigError naming the field."""
@@ -72,7 +149,7 @@ class Suite:
             return getattr(config, section)
         from pydantic import ValidationError
 
-        from biaslens.config import ConfigError
+        from biaslens.errors import ConfigError
 
         try:
             return self.options.model_validate(config.options.get(self.name) or {})

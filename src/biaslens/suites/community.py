@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from biaslens.config import ConfigError, RunConfig
-from biaslens.datasets.community import PAPER_PROMPT_COUNT, build_prompts, load_keywords, load_templates
+from biaslens.datasets.community import PAPER_PROMPT_COUNT
+from biaslens.datasets.community.generations import PROMPT_COLUMNS, community_prompts, match_precomputed, trim_words
+from biaslens.engine.calls import model_record
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.community import (
     demographic_gaps,
@@ -37,26 +38,15 @@ from biaslens.metrics.community import (
 )
 from biaslens.models import ModelError
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.runner import model_record
-from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.community_options import CommunityOptions
 
 if TYPE_CHECKING:
     from biaslens.engine.calls import ModelCalls
     from biaslens.models import Backend
-    from biaslens.runner import RunContext
+    from biaslens.suites.base import RunContext
 
 log = logging.getLogger(__name__)
-
-_PROMPT_COLS = ["prompt_id", "prompt", "template_id", "template", "dimension", "demographic", "keyword", "form"]
-#: a trailing special token such as "<|sep|>" in precomputed prompts
-_TRAILING_TOKEN = re.compile(r"\s*<[^<>\s]{1,40}>\s*$")
-
-
-def community_prompts(config: RunConfig) -> pd.DataFrame:
-    """The prompt table the config asks for (templates x keywords, filtered by dimension)."""
-    o = config.community
-    return build_prompts(load_templates(o.templates_file), load_keywords(o.keywords_file), dimensions=o.dimensions)
 
 
 def model_names(config: RunConfig) -> list[str]:
@@ -67,12 +57,6 @@ def model_names(config: RunConfig) -> list[str]:
     if len(set(names)) != len(names):
         raise ConfigError(f"community.models: a model is listed twice: {names}")
     return names
-
-
-def trim_words(text: str, max_words: int) -> str:
-    """The first ``max_words`` whitespace-separated words (the paper's 50-word cap)."""
-    words = text.split()
-    return " ".join(words[:max_words])
 
 
 def separator_of(name: str, backend: Backend | None = None) -> str | None:
@@ -121,51 +105,13 @@ def _generate_model(name: str, calls: ModelCalls, prompts: pd.DataFrame, ctx: Ru
         "params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
         "cache_hits": stats.cache_hits, "computed": stats.computed, "seconds": round(stats.seconds, 3),
         **stats.generation_speed()}
-    base = prompts[_PROMPT_COLS].reset_index(drop=True)
+    base = prompts[PROMPT_COLUMNS].reset_index(drop=True)
     table = base.loc[base.index.repeat(params.n)].reset_index(drop=True)
     table.insert(0, "model", name)
     table["model_prompt"] = np.repeat(texts, params.n)
     table["sample_index"] = np.tile(np.arange(params.n), len(base))
     table["response_full"] = [r for rs in out for r in rs]
     return table
-
-
-def match_precomputed(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Attach a precomputed generations file to the prompts (by ``prompt_id`` or prompt
-    text; a trailing separator token in the prompt is ignored). Lines may carry a
-    ``model`` field; otherwise the file's name is the model."""
-    from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
-
-    gens = read_generations_jsonl(path)
-    by_id = prompts.set_index("prompt_id")
-    by_text = prompts.set_index("prompt")
-    rows, unmatched = [], []
-    for rec in gens.to_dict("records"):
-        row = None
-        pid = rec.get("prompt_id")
-        if isinstance(pid, str) and pid in by_id.index:
-            row = {"prompt_id": pid, **by_id.loc[pid].to_dict()}
-        elif isinstance(rec.get("prompt"), str):
-            text = rec["prompt"].strip()
-            for cand in (text, _TRAILING_TOKEN.sub("", text)):
-                if cand in by_text.index:
-                    row = {"prompt": cand, **by_text.loc[cand].to_dict()}
-                    break
-        if row is None:
-            unmatched.append(int(rec["line"]))
-            continue
-        model = rec.get("model")
-        rows.append({"model": str(model) if isinstance(model, str) and model else path.stem,
-                     **{k: row[k] for k in _PROMPT_COLS}, "model_prompt": rec.get("prompt", row["prompt"]),
-                     "response_full": rec["response"]})
-    if not rows:
-        raise GenerationsFileError(f"{path}: no line matches a community prompt (by 'prompt' text or 'prompt_id' "
-                                   f"as in prompts.csv); unmatched lines: {unmatched[:5]}")
-    if unmatched:
-        log.warning("%s: %d line(s) match no prompt and are skipped (lines %s...)", path, len(unmatched), unmatched[:5])
-    df = pd.DataFrame(rows)
-    df["sample_index"] = df.groupby(["model", "prompt_id"]).cumcount()
-    return df
 
 
 def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -> tuple[pd.DataFrame, str]:
@@ -310,6 +256,11 @@ class Community(Suite):
 
     name = "community"
     options = CommunityOptions  # its section of RunConfig, beside this file
+    card = CardSpec("Community bias (sentiment and toxicity)", "generation", {
+        "smoke": {"community": {"n": 1, "max_new_tokens": 12, "min_new_tokens": 0, "n_bootstrap": 200,
+                                "dimensions": ["gender"]}},
+        "default": {"community": {"n": 1, "max_new_tokens": 32, "min_new_tokens": 16}},
+        "paper": {}})
     stored_tables = ("prompts", "generations")
     main_table = "generations"
 

@@ -8,10 +8,8 @@ per prompt and dissimilarity, k-fold variant, Welch t-test, n-grams -> report.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,18 +18,22 @@ import pandas as pd
 
 from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.fairpair import (
-    FILTER_REASONS,
     LLMPerturber,
     NamePair,
     PerturbationMap,
-    PromptPair,
     ReferenceCheck,
     RulePerturber,
     build_prompts,
-    check_perturbation,
     occupations,
     parse_name_pair,
     select_occupations,
+)
+from biaslens.datasets.fairpair.pairing import (
+    continuation_rows,
+    kept_shares,
+    pairs_from_generations,
+    perturb_and_filter,
+    strip_prompt,
 )
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics.fairpair import (
@@ -47,11 +49,11 @@ from biaslens.metrics.fairpair import (
 )
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.fairpair_options import FairPairOptions
 
 if TYPE_CHECKING:
-    from biaslens.runner import RunContext
+    from biaslens.suites.base import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -66,111 +68,6 @@ def resolve_sizes(opts: FairPairOptions, model_name: str) -> dict[str, int]:
     return {"n_occupations": opts.n_occupations or base["n_occupations"],
             "samples": opts.samples or base["samples"],
             "max_new_tokens": opts.max_new_tokens or base["max_new_tokens"]}
-
-
-def join_continuation(prompt: str, continuation: str) -> str:
-    """The full text x + g(x) that the perturber sees."""
-    return f"{prompt} {continuation}" if continuation else prompt
-
-
-def _strip_prompt(prompt: str, response: str) -> str:
-    # precomputed files may hold the whole text or the continuation only
-    r = response.lstrip()
-    return r[len(prompt):].strip() if r.startswith(prompt) else response.strip()
-
-
-# -- prompts and continuations ---------------------------------------------------------------
-
-
-def pairs_from_generations(df: pd.DataFrame, perturber: RulePerturber, names: list[NamePair],
-                           path: Path) -> tuple[list[PromptPair], list[str]]:
-    """Pair the prompts of a generations file: x (mentions a source name) with p(x) when the
-    file has continuations for both. Returns the pairs and the prompts left unpaired."""
-    if "prompt" not in df.columns or df["prompt"].isna().any():
-        line = int(df.loc[df["prompt"].isna(), "line"].iloc[0]) if "prompt" in df.columns else int(df["line"].iloc[0])
-        raise ConfigError(f"{path}:{line}: FairPair needs the prompt text on every line (field 'prompt'), "
-                          "to pair each prompt x with its perturbation p(x)")
-    prompts = list(dict.fromkeys(df["prompt"].astype(str)))
-    present = set(prompts)
-    pairs, used = [], set()
-    for x in prompts:
-        px = perturber(x)
-        if px == x or px not in present or x in used:
-            continue
-        who = next((n for n in names if _mentions(x, n.source)), None)
-        if who is None:
-            continue  # x is the perturbed side of some pair
-        occ = x.rsplit(" as ", 1)[-1].strip(" .").split()[-1] if " as " in x else ""
-        pairs.append(PromptPair(hashlib.blake2b(x.encode(), digest_size=4).hexdigest(), occ, "", who, x, px))
-        used |= {x, px}
-    return pairs, [p for p in prompts if p not in used]
-
-
-def _mentions(text: str, name: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
-
-
-def _continuation_rows(pairs: list[PromptPair], conts_x: list[list[str]], conts_px: list[list[str]],
-                       model: str) -> pd.DataFrame:
-    rows = []
-    for p, cx, cpx in zip(pairs, conts_x, conts_px):
-        base = {"model": model, "pair_id": p.pair_id, "occupation": p.occupation, "descriptor": p.descriptor,
-                "name_pair": p.names.label, "x": p.x, "px": p.px}
-        for i, c in enumerate(cx):
-            rows.append({**base, "set": "A", "sample_index": i, "prompt": p.x, "continuation": c})
-        for i, c in enumerate(cpx):
-            rows.append({**base, "set": "B", "sample_index": i, "prompt": p.px, "continuation": c})
-    return pd.DataFrame(rows)
-
-
-def perturb_and_filter(rows: pd.DataFrame, pairs: dict[str, PromptPair], perturb_fn, *, max_jaccard: float,
-                       masked_terms: set[str] | None, reference_check: ReferenceCheck | None = None) -> pd.DataFrame:
-    """Set A: perturb x + g(x), apply the three filters, keep the part after p(x).
-    Set B rows pass through (``kept`` True, ``text`` = the continuation).
-
-    ``reference_check`` (the rule perturber's): a continuation of either set that mentions another
-    person and a gendered pronoun is left out of both the perturbation and the analysis
-    (``filter_reason`` ``ambiguous_reference``), since a pronoun may refer to that person."""
-    rows = rows.copy()
-    is_a = (rows["set"] == "A").to_numpy()
-    a = rows[is_a]
-    originals = [join_continuation(x, c) for x, c in zip(a["x"], a["continuation"])]
-    ambiguous = np.zeros(len(rows), dtype=bool)
-    if reference_check is not None:
-        ambiguous = np.array([reference_check(str(c), (pairs[pid].names.source, pairs[pid].names.target))
-                              for c, pid in zip(rows["continuation"], rows["pair_id"])], dtype=bool)
-    amb_a = ambiguous[is_a]
-    todo = [i for i in range(len(originals)) if not amb_a[i]]
-    done = perturb_fn([originals[i] for i in todo], [pairs[a["pair_id"].iloc[i]].names for i in todo])
-    perturbed: list[str | None] = [None] * len(originals)
-    for i, t in zip(todo, done):
-        perturbed[i] = t
-    kept, reason, jac, text = [], [], [], []
-    for orig, pert, pid in zip(originals, perturbed, a["pair_id"]):
-        if pert is None:
-            kept.append(False)
-            reason.append("ambiguous_reference")
-            jac.append(np.nan)
-            text.append("")
-            continue
-        p = pairs[pid]
-        res = check_perturbation(orig, pert, expected_prefix=p.px, original_names=[p.names.source],
-                                 max_jaccard=max_jaccard, masked_terms=masked_terms)
-        kept.append(res.kept)
-        reason.append(res.reason)
-        jac.append(res.jaccard)
-        text.append(pert.lstrip()[len(p.px):].strip() if res.kept else "")
-    rows["perturbed"] = None
-    rows["kept"] = ~ambiguous
-    rows["filter_reason"] = np.where(ambiguous, "ambiguous_reference", None)
-    rows["filter_jaccard"] = np.nan
-    rows["text"] = rows["continuation"].where(~ambiguous, "")
-    rows.loc[is_a, "perturbed"] = perturbed
-    rows.loc[is_a, "kept"] = kept
-    rows.loc[is_a, "filter_reason"] = reason
-    rows.loc[is_a, "filter_jaccard"] = jac
-    rows.loc[is_a, "text"] = text
-    return rows
 
 
 # -- analysis (no model calls) ------------------------------------------------------------
@@ -285,29 +182,6 @@ def _model_first(df: pd.DataFrame) -> pd.DataFrame:
     return df[["model", *[c for c in df.columns if c != "model"]]] if "model" in df.columns else df
 
 
-def kept_shares(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per model: share of set-A perturbations kept (paper Table 1), continuations dropped per
-    reason (``filter_reason``; a table without it counts every drop as ``unknown``), and the share
-    of each set left out as ``ambiguous_reference``."""
-    reasons = rows["filter_reason"] if "filter_reason" in rows.columns else pd.Series(
-        np.where(rows["kept"].astype(bool), None, "unknown"), index=rows.index)
-    out = []
-    for model, g in rows.groupby("model", sort=False):
-        ga, gb = g[g["set"] == "A"], g[g["set"] == "B"]
-        n = len(ga)
-        r = {"model": model, "n": n, "kept": int(ga["kept"].astype(bool).sum()),
-             "kept_share": float(ga["kept"].astype(bool).mean()) if n else float("nan")}
-        for reason in FILTER_REASONS:
-            r[f"dropped_{reason}"] = int((reasons[ga.index] == reason).sum())
-        r["n_B"], r["kept_B"] = len(gb), int(gb["kept"].astype(bool).sum())
-        amb_b = int((reasons[gb.index] == "ambiguous_reference").sum())
-        r["dropped_B_ambiguous_reference"] = amb_b
-        r["ambiguous_share_A"] = r["dropped_ambiguous_reference"] / n if n else float("nan")
-        r["ambiguous_share_B"] = amb_b / len(gb) if len(gb) else float("nan")
-        out.append(r)
-    return pd.DataFrame(out)
-
-
 #: "not significant" is a finding only when the test could have seen a difference of this size
 #: (F ~ (B/V)^2 = 1.1: B 5% above V) with 80% power; below that the verdict is "cannot tell"
 DETECTABLE_F = 1.1
@@ -397,6 +271,11 @@ class FairPair(Suite):
 
     name = "fairpair"
     options = FairPairOptions  # its section of RunConfig, beside this file
+    card = CardSpec("FairPair", "generation", {
+        "smoke": {"fairpair": {"n_occupations": 2, "samples": 6, "max_new_tokens": 12, "k_folds": 3,
+                               "dissimilarities": ["jaccard", "sentiment"]}},
+        "default": {"fairpair": {"n_occupations": 5, "samples": 20, "max_new_tokens": 32}},
+        "paper": {}})
     #: representations: what the scorer-based dissimilarities compared, written by the first
     #: analysis and read back by a re-render instead of loading the scorers again
     stored_tables = ("continuations", "representations?")
@@ -446,11 +325,11 @@ class FairPair(Suite):
             cap = opts.samples
             given = 0
             for model, g in gen.groupby("model", sort=False):
-                by_prompt = {p: [_strip_prompt(p, r) for r in gg["response"].astype(str)]
+                by_prompt = {p: [strip_prompt(p, r) for r in gg["response"].astype(str)]
                              for p, gg in g.groupby("prompt", sort=False)}
                 sel = [p for p in pairs if p.x in by_prompt and p.px in by_prompt]
                 given += sum(len(by_prompt[q]) for p in sel for q in (p.x, p.px))
-                parts.append(_continuation_rows(sel, [by_prompt[p.x][:cap] for p in sel],
+                parts.append(continuation_rows(sel, [by_prompt[p.x][:cap] for p in sel],
                                                 [by_prompt[p.px][:cap] for p in sel], str(model)))
             rows = pd.concat(parts, ignore_index=True)
             counts = rows.groupby(["model", "pair_id", "set"]).size()
@@ -485,7 +364,7 @@ class FairPair(Suite):
             with ctx.timer("generation"), ctx.progress("generating continuations",
                                                        total=len(prompts) * sizes["samples"]) as report:
                 conts = calls.generate(prompts, params, progress=report, stats=stats)
-            rows = _continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], calls.info.name)
+            rows = continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], calls.info.name)
             ctx.record["generation"] = {"n": stats.n_texts, "cache_hits": stats.cache_hits,
                                         "computed": stats.computed, "seconds": round(stats.seconds, 3),
                                         "chat": opts.chat, "top_p": opts.top_p, "temperature": opts.temperature,

@@ -23,7 +23,7 @@ from biaslens.suites.base import AnalysisContext, Suite
 from biaslens.suites.holistic_generation_options import GenerationOptions
 
 if TYPE_CHECKING:
-    from biaslens.runner import RunContext
+    from biaslens.suites.base import RunContext
 
 #: default sample when the user gives no --sample (alt-profanity-check does the full 473k too)
 DEFAULT_SAMPLE = 20_000

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from biaslens.comparison.redditbias import redditbias_lines, redditbias_section
 from biaslens.datasets.redditbias import (
     RedditBiasError,
     find_humanref,
@@ -32,11 +33,11 @@ from biaslens.errors import ConfigError
 from biaslens.metrics.lmb import lmb_by_view
 from biaslens.models.base import perplexity_definition
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 from biaslens.suites.redditbias_options import RedditBiasOptions
 
 if TYPE_CHECKING:
-    from biaslens.runner import RunContext
+    from biaslens.suites.base import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,11 @@ class RedditBias(Suite):
 
     name = "redditbias"
     options = RedditBiasOptions  # its section of RunConfig, beside this file
+    card = CardSpec("RedditBias LMB (perplexity t-test)", "likelihood", {
+        "smoke": {"redditbias": {"max_template_pairs": 40}},
+        "default": {"redditbias": {"max_template_pairs": 200}},
+        "paper": {}})
+    compare = SuiteComparison(redditbias_section, redditbias_lines)
     stored_tables = ("pairs",)
     main_table = "pairs"
 

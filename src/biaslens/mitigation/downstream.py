@@ -30,8 +30,7 @@ from typing import Any
 
 from biaslens.config import ConfigError
 from biaslens.environment import applies_environment_policy
-from biaslens.fileio import write_atomic
-from biaslens.report.run_folder import write_json
+from biaslens.fileio import write_atomic, write_json
 
 
 class DownstreamDataError(ConfigError):

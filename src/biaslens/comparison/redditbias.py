@@ -1,0 +1,103 @@
+"""RedditBias in ``biaslens compare``: t-value per bias type and model (paper Figure 1a), LM
+perplexity on the reference text (Figure 1b) and the paired before/after test of the change
+in the perplexity gap on the phrase pairs both runs scored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from biaslens.comparison.entries import Entry, finite_or_none
+from biaslens.config import ConfigError
+from biaslens.report.html import Section, interval_text
+from biaslens.report.redditbias import compare_section
+
+
+def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
+    """t-values per bias type (Figure 1a) and LM perplexity (Figure 1b) for every entry."""
+    have = [e for e in entries if "redditbias" in e.metrics]
+    if not have:
+        return [], {}
+    # start-token and no-start-token perplexities differ for every phrase: t-values and LM
+    # perplexities from the two definitions are not comparable
+    definitions = {e.label: e.metrics["redditbias"]["perplexity_definition"] for e in have
+                   if e.metrics["redditbias"].get("perplexity_definition")}  # older runs did not record it
+    if len(set(definitions.values())) > 1:
+        raise ConfigError("RedditBias runs use different perplexity definitions ("
+                           + ", ".join(f"{k}: {v}" for k, v in definitions.items())
+                           + "); re-run them all with or all without --no-start-token")
+    rows, ppl_rows = [], []
+    for e in have:
+        m = e.metrics["redditbias"]
+        for bt in m.get("bias_types", []):
+            r = m.get(bt) or {}
+            rows.append({"model": e.label, "bias_type": bt, "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
+                         "n_pairs": r.get("n_pairs"), "source": r.get("source"), "split": m.get("split")})
+        lp = m.get("lm_perplexity") or {}
+        ppl_rows.append({"model": e.label, "perplexity": lp.get("perplexity"), "file": lp.get("file"),
+                         "n_lines": lp.get("n_lines")})
+    t = pd.DataFrame(rows)
+    ppl = pd.DataFrame(ppl_rows)
+    wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
+    metrics = {"t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
+               "p": {r["bias_type"]: {} for r in rows},
+               "lm_perplexity": {r["model"]: finite_or_none(r["perplexity"]) for r in ppl_rows}}
+    for r in rows:
+        metrics["p"][r["bias_type"]][r["model"]] = finite_or_none(r["p"])
+    change_rows, metrics["change"] = redditbias_changes(have)
+    return [compare_section(t, ppl, wide, pd.DataFrame(change_rows))], metrics
+
+
+def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each model against the first on the phrase pairs both scored, per bias type and view:
+    the paired before/after test of the change in the perplexity gap (:func:`lmb_change`).
+    A run folder without ``pairs.parquet`` gets "cannot tell" with the reason."""
+    from biaslens.metrics.lmb import lmb_change
+
+    def pairs(e: Entry) -> pd.DataFrame | None:
+        path = e.runs.get("redditbias")
+        path = path / "pairs.parquet" if path is not None else None
+        return pd.read_parquet(path) if path is not None and path.is_file() else None
+
+    if len(entries) < 2:
+        return [], {}
+    base = pairs(entries[0])
+    rows, out = [], {}
+    for e in entries[1:]:
+        other = pairs(e)
+        for bt in entries[0].metrics["redditbias"].get("bias_types", []):
+            for view in ("target", "attribute"):
+                if base is None or other is None:
+                    ch = {"verdict": "cannot tell", "reason": "pairs.parquet missing in a run folder"}
+                else:
+                    sel = [df[(df["bias_type"] == bt) & (df["view"] == view)] for df in (base, other)]
+                    if sel[0].empty and sel[1].empty:
+                        continue
+                    ch = lmb_change(*sel)
+                out.setdefault(bt, {}).setdefault(e.label, {})[view] = ch
+                rows.append({"model": e.label, "against": entries[0].label, "bias_type": bt, "view": view,
+                             "pairs": ch.get("n_pairs"), "mean gap before": ch.get("mean_gap_before"),
+                             "mean gap after": ch.get("mean_gap_after"), "mean change": ch.get("mean_change"),
+                             "95% CI": interval_text(*(ch.get("mean_change_ci") or [None, None])),
+                             "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
+                             "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
+                             "sign test p": ch.get("sign_test_p"),
+                             "log-ratio change": ch.get("log_ratio_change"),
+                             "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
+                             "log-ratio p": ch.get("log_ratio_p"),
+                             "verdict": (f"{ch['verdict']}: {ch['reason']}" if "reason" in ch
+                                         else f"{ch['verdict']} (by the {ch['verdict_basis']})")})
+    return rows, out
+
+
+def redditbias_lines(metrics: dict[str, Any]) -> list[str]:
+    """The terminal lines of ``biaslens compare``: t per bias type and model, LM perplexity."""
+    lines = []
+    for bias_type, by_model in (metrics.get("t") or {}).items():
+        cells = ", ".join(f"{m}: {t:+.3f}" if t is not None else f"{m}: –" for m, t in by_model.items())
+        lines.append(f"{bias_type}: t = {cells}")
+    for model, ppl in (metrics.get("lm_perplexity") or {}).items():
+        if ppl is not None:
+            lines.append(f"LM perplexity {model}: {ppl:.2f}")
+    return lines
