@@ -43,7 +43,7 @@ class CardMethod:
 #: model on a 2-core CPU; "paper" uses each suite's own (paper-sized) defaults.
 METHODS: tuple[CardMethod, ...] = (
     CardMethod("holistic-likelihood", "HolisticBias Likelihood Bias", "likelihood", {
-        "smoke": {"sample": 600},
+        "smoke": {"sample": 780},  # the smallest stratified sample: 13 axes x 2 descriptors x 30 sentences, 1 template
         "default": {},  # the suite default: 5,460 sentences, 7 descriptors per axis
         "paper": {"full": True}}),
     CardMethod("redditbias", "RedditBias LMB (perplexity t-test)", "likelihood", {
@@ -51,8 +51,10 @@ METHODS: tuple[CardMethod, ...] = (
         "default": {"redditbias": {"max_template_pairs": 200}},
         "paper": {}}),
     CardMethod("holistic-generation", "HolisticBias generation bias (styles)", "generation", {
-        "smoke": {"sample": 20, "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
-        "default": {"sample": 50},
+        # smoke: 3 axes (24 prompts); the sample of 13 axes cannot go below 2 descriptors each (100 prompts)
+        "smoke": {"sample": 24, "axes": ["gender_and_sex", "race_ethnicity", "religion"],
+                  "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
+        "default": {"sample": 100},
         "paper": {"full": True}}),
     CardMethod("fairpair", "FairPair", "generation", {
         "smoke": {"fairpair": {"n_occupations": 2, "samples": 6, "max_new_tokens": 12, "k_folds": 3,
@@ -91,7 +93,7 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
 
 @applies_environment_policy
 def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = None, budget: str = "default",
-              methods: list[str] | None = None, console=None, backend=None) -> dict[str, Any]:
+              methods: list[str] | None = None, console=None, backend=None, results_console=None) -> dict[str, Any]:
     """Run every applicable method on ``config["model"]`` and write ``card.json`` and ``card.html``.
 
     Args:
@@ -100,6 +102,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
         budget: "smoke", "default" or "paper" (the sizes in :data:`METHODS`).
         methods: a subset of suite names (default all).
         backend: an already loaded backend, shared by every method (tests).
+        console, results_console: progress (each method's run) and the card's path (default ``console``).
     """
     from biaslens import api
     from biaslens.environment import default_console
@@ -157,7 +160,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
             "base_config": base, "methods": rows, "elapsed_seconds": round(time.time() - started, 1),
             "machine": _machine()}
     _write_card(out, card)
-    console.print(f"card: [bold]{out / 'card.html'}[/bold]", soft_wrap=True)
+    (results_console or console).print(f"card: [bold]{out / 'card.html'}[/bold]", soft_wrap=True)
     return card | {"out": str(out)}
 
 

@@ -17,6 +17,7 @@ from biaslens.cli.compare import compare as compare_command
 from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
+from biaslens.cli.output import JSON_HELP, command_output, run_json
 from biaslens.environment import default_console
 
 
@@ -217,9 +218,12 @@ def run(
     community_dimensions: Optional[str] = typer.Option(None, "--dimensions", help="community: comma-separated dimensions, e.g. gender,religion (default all five).", rich_help_panel="Community"),
     toxicity_classifier: Optional[str] = typer.Option(None, "--toxicity-classifier", help="community: auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), alt-profanity-check, detoxify or a Hugging Face classifier.", rich_help_panel="Community"),
     no_identity_masking: bool = typer.Option(False, "--no-identity-masking", help="community, holistic-offensiveness, holistic-generation: headline toxicity/offensiveness scored on the text as generated (paper-faithful) instead of with the identity term replaced by a neutral placeholder; the other figure is still shown beside it."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),  # CLI-only: not a RunConfig field
 ):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
-    guard(_run, **locals())
+    a = dict(locals())
+    with command_output(a.pop("json_output")) as output:
+        output.emit(run_json(guard(_run, **a, results_console=output.results)))
 
 
 def _run(**a):
@@ -317,7 +321,7 @@ def _run(**a):
             cfg = RunConfig.validated(overrides, source="flags")
         except ConfigError as e:
             raise ConfigError(_name_flags(str(e))) from None
-    api_run(cfg, console=console)
+    return api_run(cfg, console=console, results_console=a["results_console"])
 
 
 #: the prefix of a section's flags where it differs from the section's name
@@ -406,7 +410,7 @@ def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
         n, n_unique = df.num_rows, len(df.column("text").unique())
     out.parent.mkdir(parents=True, exist_ok=True)
     write_table(df, out)
-    console.print(f"wrote {n:,} sentences ({n_unique:,} unique texts) to {out}")
+    typer.echo(f"wrote {n:,} sentences ({n_unique:,} unique texts) to {out}")  # a result: standard output
 
 
 @cache_app.command("info")

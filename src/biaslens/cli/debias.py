@@ -65,6 +65,7 @@ for _method in ("cda", "lmd", "add", "hd"):
 
 def _debias(method: str, a: dict) -> None:
     from biaslens.cli.app import console
+    from biaslens.cli.output import results_console
     from biaslens.config import ConfigError
     from biaslens.datasets.redditbias import resolve_specs
     from biaslens.mitigation.redditbias import CDA_MODES, DebiasOptions, debias, load_debias_data, load_grid, run_grid
@@ -102,6 +103,7 @@ def _debias(method: str, a: dict) -> None:
                          counterfactual_mode=a["counterfactual_mode"], max_template_pairs=a["max_template_pairs"],
                          training=cfg, score_first_token=not a["no_start_token"], cda_sides=a["cda_sides"])
     out: Path = a["out"]
+    results = results_console()  # the outcome on standard output; progress stays on standard error
     data_note = (f"text files under {a['data_dir']}" if a["data_dir"] else
                  "phrases built from the specification (no --data-dir)")
     console.print(f"[bold]debias {method}[/bold] {model_path} on {spec.name}: training data = {data_note}")
@@ -109,18 +111,18 @@ def _debias(method: str, a: dict) -> None:
         points = load_grid(a["grid_file"], method)
         state = run_grid(model_path, out, opts, points, progress=console.print)
         best = state["best"]
-        console.print(f"grid: {len(state['points'])} points; best {best['name']} (validation t={best['valid_t']:+.3f}, "
+        results.print(f"grid: {len(state['points'])} points; best {best['name']} (validation t={best['valid_t']:+.3f}, "
                       f"p={best['valid_p']:.3g}); every point in {out / 'grid.json'}")
     else:
         result, record = debias(model_path, out, opts, keep_checkpoints=a["keep_checkpoints"])
         resumed = f", resumed from {Path(result.resumed_from).name}" if result.resumed_from else ""
-        console.print(f"trained {result.steps} steps (train loss {result.train_loss:.4f}{resumed}); "
+        results.print(f"trained {result.steps} steps (train loss {result.train_loss:.4f}{resumed}); "
                       f"{record['n_train_texts']} texts from {record['data_source']}")
     if a["evaluate"]:
         run = evaluate_model(out, spec.name, a["data_dir"], list(a["spec_file"] or []), a["max_reference_lines"],
                              a["max_template_pairs"], seed=a["seed"], score_first_token=not a["no_start_token"])
-        console.print(f"evaluation: {run}")
-    console.print(f"model folder: [bold]{out}[/bold]")
+        results.print(f"evaluation: {run}", soft_wrap=True)
+    results.print(f"model folder: [bold]{out}[/bold]", soft_wrap=True)
 
 
 def evaluate_model(model_dir: Path, bias_type: str, data_dir: Optional[Path], spec_files: list[Path],

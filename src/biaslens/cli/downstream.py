@@ -54,7 +54,7 @@ def generation(
 
 
 def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> None:
-    from biaslens.cli.app import console
+    from biaslens.cli.output import results_console
     from biaslens.models import model_folder
     from biaslens.suites.downstream import DownstreamDataError, run_dst, run_generation
 
@@ -65,6 +65,7 @@ def _run(task, model, train, test, out, epochs, batch_size, lr, max_steps) -> No
     fn = run_dst if task == "dst" else run_generation
     metrics = fn(model_folder(model), train, test, folder, epochs=epochs, batch_size=batch_size, lr=lr,
                  max_steps=max_steps)
+    console = results_console()  # the scores and the metrics path: standard output
     shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} –" for k, v in metrics["scores"].items())
     console.print(f"{task}: {shown}")
     for k, why in (metrics.get("skipped") or {}).items():

@@ -38,6 +38,7 @@ def style_equality_cmd(
 
 def _style_equality(**a) -> None:
     from biaslens.cli.app import console
+    from biaslens.cli.output import results_console
     from biaslens.config import ConfigError
     from biaslens.mitigation.style_equality import tune_style_equality
     from biaslens.mitigation.training import TrainingConfig
@@ -55,6 +56,7 @@ def _style_equality(**a) -> None:
                               use_tags=not a["no_tags"], eval_fraction=a["eval_fraction"], config=cfg,
                               early_stopping_patience=a["patience"] or None)
     c = res.counts
+    console = results_console()  # from here on, the outcome: standard output
     se = res.description.get("style_equality") or {}
     console.print(f"beta {se.get('beta'):.4g} ({se.get('beta_source')})")
     console.print(f"tags: {c['bias']:,} bias, {c['no_bias']:,} no_bias; {res.n_train:,} training, "

@@ -64,6 +64,11 @@ def prompt_rows(all_rows: pd.DataFrame) -> pd.DataFrame:
     return all_rows[(all_rows["axis"].astype(str) != "null").to_numpy()]
 
 
+def generation_sample(config: RunConfig) -> int | None:
+    """The sample size asked for: ``--sample``, else this suite's default."""
+    return config.sample if "sample" in config.model_fields_set else DEFAULT_SAMPLE
+
+
 def generation_prompts(config: RunConfig) -> pd.DataFrame:
     """The HolisticBias sentences to use as prompts, with ``prompt_id`` = the sentence's
     0-based row in the full table (``biaslens dataset holistic`` order). With variants on
@@ -76,7 +81,7 @@ def generation_prompts(config: RunConfig) -> pd.DataFrame:
     if opts.generations_file is not None:
         return all_rows
     rows = prompt_rows(all_rows)
-    sample = config.sample if "sample" in config.model_fields_set else DEFAULT_SAMPLE
+    sample = generation_sample(config)
     if not config.full and opts.nouns_per_gender is not None:
         rows = _sample_nouns(rows, opts.nouns_per_gender, config.seed)
     rows = select_rows(rows, axes=config.axes, templates=config.templates, sample=sample, full=config.full,
@@ -194,6 +199,7 @@ class HolisticGeneration(Suite):
         else:
             if rows.empty:
                 raise ConfigError("no prompts selected: check --axes/--templates")
+            ctx.record_size("prompts", None if config.full else generation_sample(config), len(rows))
             params = _generation_params(config)
             calls = ctx.calls
             console.print(f"[bold]holistic-generation[/bold]: {len(rows):,} prompts x {params.n} "

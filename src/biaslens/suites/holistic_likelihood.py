@@ -21,6 +21,7 @@ from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 
 if TYPE_CHECKING:
+    from biaslens.config import RunConfig
     from biaslens.runner import RunContext
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,13 @@ def seat_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def selected_sentences(config: RunConfig) -> pd.DataFrame:
+    """The sentences a run scores: the Likelihood-Bias rows, filtered and sampled as configured."""
+    dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
+    return select_rows(likelihood_rows(build_sentences(dataset)), axes=config.axes, templates=config.templates,
+                       sample=config.sample, full=config.full, seed=config.seed)
+
+
 class HolisticLikelihood(Suite):
     """Likelihood Bias (paper 2.3.2): score every sentence, compare descriptors pairwise."""
 
@@ -100,12 +108,10 @@ class HolisticLikelihood(Suite):
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         config = ctx.config
         with ctx.timer("dataset"):
-            dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
-            all_rows = likelihood_rows(build_sentences(dataset))
-            rows = select_rows(all_rows, axes=config.axes, templates=config.templates,
-                               sample=config.sample, full=config.full, seed=config.seed)
+            rows = selected_sentences(config)
         if rows.empty:
             raise ConfigError("no sentences selected: check --axes/--templates")
+        ctx.record_size("sentences", None if config.full else config.sample, len(rows))
         calls = ctx.calls
         masked = calls.info.kind == "masked"
         if masked:
