@@ -38,6 +38,7 @@ def _check(model, backend, reference, base_url, api_key_env, device, dtype, tole
     from rich.table import Table
 
     from biaslens.cli.app import console
+    from biaslens.cli.output import results_console
     from biaslens.config import ConfigError
     from biaslens.engine.backend_check import check_backend, record_verdict
     from biaslens.fileio import read_text, write_atomic
@@ -75,6 +76,7 @@ def _check(model, backend, reference, base_url, api_key_env, device, dtype, tole
                       "yes" if not result.token_count_mismatches else "NO")
     table.add_row(f"batch 1 vs batch {batch_size}", fmt(result.max_batch_diff), f"{tolerance:g}",
                   "yes" if result.max_batch_diff <= tolerance else "NO")
+    console = results_console()  # the table and the verdict are results: standard output
     console.print(table)
     path = record_verdict(candidate, result, cache_dir)
     if json_out is not None:
