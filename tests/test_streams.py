@@ -113,3 +113,26 @@ def test_card_and_compare_json(cli, tmp_path):
     r = cli("compare", *runs, "--out", str(tmp_path / "cmp-runs2"))
     assert r.exit_code == 0, r.output
     assert f"report: {tmp_path / 'cmp-runs2' / 'report.html'}" in r.stdout
+
+
+def test_partial_card_json_then_its_error(cli, tmp_path, monkeypatch):
+    """A card with a failed method still gives a script its JSON (status partial) on standard
+    output, then exits 1 with its one error line on standard error."""
+    import dataclasses
+
+    from biaslens import bias_card
+
+    methods = tuple(dataclasses.replace(m, budgets={**m.budgets, "smoke": {
+        **m.budgets["smoke"], "redditbias": {"spec_files": [str(tmp_path / "missing-spec.yaml")]}}})
+        if m.suite == "redditbias" else m for m in bias_card.METHODS)
+    monkeypatch.setattr(bias_card, "METHODS", methods)
+    r = cli("card", "-m", "fake", "--budget", "smoke", "--methods", "holistic-likelihood,redditbias",
+            "--out", str(tmp_path / "card"), "--json")
+    assert r.exit_code == 1
+    obj = json.loads(r.stdout)
+    assert obj["status"] == "partial"
+    assert [(m["suite"], m["status"]) for m in obj["methods"]] == [("holistic-likelihood", "complete"),
+                                                                    ("redditbias", "failed")]
+    assert obj["methods"][1]["headline"] is None and obj["methods"][1]["run"] is None
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "partial" in errors[0]
