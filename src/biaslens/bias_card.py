@@ -51,8 +51,9 @@ METHODS: tuple[CardMethod, ...] = (
         "default": {"redditbias": {"max_template_pairs": 200}},
         "paper": {}}),
     CardMethod("holistic-generation", "HolisticBias generation bias (styles)", "generation", {
-        # smoke: 3 axes (24 prompts); the sample of 13 axes cannot go below 2 descriptors each (100 prompts)
-        "smoke": {"sample": 24, "axes": ["gender_and_sex", "race_ethnicity", "religion"],
+        # smoke: 5 axes, 40 prompts, 10 descriptors (the FGB interval needs 8); a sample of all 13 axes
+        # cannot go below 2 descriptors each (100 prompts)
+        "smoke": {"sample": 40, "axes": ["age", "gender_and_sex", "race_ethnicity", "religion", "sexual_orientation"],
                   "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
         "default": {"sample": 100},
         "paper": {"full": True}}),
