@@ -217,7 +217,10 @@ def test_without_a_terminal_lines_are_not_wrapped_mid_phrase(tmp_path):
     res = _cli("run", "--model", "fake", "--sample", "600", "--out", str(tmp_path / "run"),
                "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    lines = res.stderr.splitlines()
+    # progress on standard error, the summary and the report path on standard output
+    assert "scoring sentences:" in res.stderr and "report:" not in res.stderr
+    assert "Likelihood Bias (" in res.stdout and "scoring sentences:" not in res.stdout
+    lines = res.stderr.splitlines() + res.stdout.splitlines()
     start = next(ln for ln in lines if ln.startswith("holistic-likelihood:"))
     assert start.rstrip().endswith(")") and "13 axes" in start, start
     # progress and summary: each message is one line, however long (COLUMNS=80 is set), so every
@@ -226,7 +229,7 @@ def test_without_a_terminal_lines_are_not_wrapped_mid_phrase(tmp_path):
               "warning:", "report:")
     table = "┏┃┡│└"
     stray = [ln for ln in lines if ln.strip() and not ln.startswith(starts) and ln[0] not in table]
-    assert not stray, f"lines wrapped mid-phrase:\n{res.stderr}"
+    assert not stray, f"lines wrapped mid-phrase:\n{res.stderr}{res.stdout}"
     progress = [ln for ln in lines if ln.startswith("scoring sentences:")]
     assert progress and all(re.fullmatch(r"scoring sentences: \d+/\d+ \(.*left\)", ln.rstrip()) for ln in progress)
     footer = next(ln for ln in lines if ln.startswith("k: descriptors"))

@@ -234,6 +234,7 @@ def test_prompt_trie_prefill_equals_a_plain_forward(embedded_model):
     from transformers import DynamicCache
 
     from biaslens.models.generation import _prefill
+    from biaslens.models.kv_cache import cache_arg
 
     backend = embedded_model
     model = backend.model
@@ -245,8 +246,8 @@ def test_prompt_trie_prefill_equals_a_plain_forward(embedded_model):
         ids, plain_attn = left_padded(enc, backend._pad_id, width)
         plain_cache = DynamicCache(config=model.config)
         positions = (plain_attn.cumsum(-1) - 1).clamp(min=0)
-        plain = model(input_ids=ids, attention_mask=plain_attn, position_ids=positions, past_key_values=plain_cache,
-                      use_cache=True).logits[:, -1]
+        plain = model(input_ids=ids, attention_mask=plain_attn, position_ids=positions,
+                      **cache_arg(model, plain_cache), use_cache=True).logits[:, -1]
     torch.testing.assert_close(logits, plain, atol=2e-4, rtol=1e-4)
     for ours_layer, plain_layer in zip(cache.layers, plain_cache.layers):
         for i, e in enumerate(enc):

@@ -9,9 +9,11 @@ from biaslens.environment import applies_environment_policy
 
 
 @applies_environment_policy
-def run(config: RunConfig | dict | None = None, *, backend=None, console=None, **overrides):
+def run(config: RunConfig | dict | None = None, *, backend=None, console=None, results_console=None, **overrides):
     """Run a suite. ``config`` may be a RunConfig, a dict of its fields, or None (defaults);
     keyword overrides are applied on top, e.g. ``run(model={"name": "fake"}, sample=600)``.
+    ``console`` shows progress and warnings, ``results_console`` the summary and the report
+    path (default: ``console``; the CLI gives standard error and standard output).
 
     Returns a :class:`biaslens.results.RunResult` (``out``, ``metrics``, every table as an attribute).
     """
@@ -35,7 +37,7 @@ def run(config: RunConfig | dict | None = None, *, backend=None, console=None, *
     from biaslens.runner import run_suite
 
     get_suite(cfg.suite)  # an unknown suite fails here, with suggestions
-    return run_suite(cfg, backend=backend, console=console)
+    return run_suite(cfg, backend=backend, console=console, results_console=results_console)
 
 
 class RunNotComplete(ValueError):

@@ -75,7 +75,7 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
 
 @applies_environment_policy
 def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = None, budget: str = "default",
-              methods: list[str] | None = None, console=None, backend=None) -> dict[str, Any]:
+              methods: list[str] | None = None, console=None, backend=None, results_console=None) -> dict[str, Any]:
     """Run every applicable method on ``config["model"]`` and write ``card.json`` and ``card.html``.
 
     Args:
@@ -84,6 +84,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
         budget: "smoke", "default" or "paper" (the sizes in each suite's ``card``).
         methods: a subset of suite names (default all).
         backend: an already loaded backend, shared by every method (tests).
+        console, results_console: progress (each method's run) and the card's path (default ``console``).
     """
     from biaslens import api
     from biaslens.environment import default_console
@@ -142,7 +143,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
             "base_config": base, "methods": rows, "elapsed_seconds": round(time.time() - started, 1),
             "machine": _machine()}
     _write_card(out, card)
-    console.print(f"card: [bold]{out / 'card.html'}[/bold]", soft_wrap=True)
+    (results_console or console).print(f"card: [bold]{out / 'card.html'}[/bold]", soft_wrap=True)
     return card | {"out": str(out)}
 
 

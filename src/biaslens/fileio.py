@@ -100,11 +100,11 @@ def load_yaml(path: str | Path, error: type[Exception], *, json_ok: bool = False
     return parse_yaml(read_text(path, error), str(path), error, json_ok=json_ok)
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
@@ -116,4 +116,4 @@ def _jsonable(obj: Any) -> Any:
 
 def write_json(path: Path, data: Any) -> None:
     """JSON (NaN written as null), atomically: a reader sees the old file or the new one."""
-    write_atomic(path, json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))
+    write_atomic(path, json.dumps(jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))

@@ -154,6 +154,13 @@ class RunContext:
             if backend is None:
                 calls.backend.close()
 
+    def record_size(self, unit: str, requested: int | None, actual: int) -> None:
+        """run.json's ``size``: what was asked for and what actually ran. A stratified sample
+        keeps whole (axis, template, descriptor) groups, so ``--sample 6000`` scores 5,460
+        sentences; ``requested`` is None for ``--full``."""
+        self.record["size"] = {"unit": unit, "requested": requested, "actual": int(actual),
+                               "selection": "full" if requested is None else "stratified sample, whole groups"}
+
     def record_calls(self, key: str = "scoring", stats: ScoringStats | None = None) -> None:
         """Write the model-call statistics into run.json under ``key``."""
         calls = self._calls
@@ -182,8 +189,9 @@ def finish(suite: Suite, folder: RunFolder, tables: dict[str, Any], actx: Analys
     return result
 
 
-def _print_footer(console, result: SuiteResult, out: Path) -> None:
-    """Scorer warnings and the report path, under every suite's summary."""
+def _print_footer(console, results_console, result: SuiteResult, out: Path) -> None:
+    """Scorer warnings (with the progress) and the report path (with the results), under every
+    suite's summary."""
     from rich.markup import escape
 
     from biaslens.scorers.card import card_warnings
@@ -191,11 +199,12 @@ def _print_footer(console, result: SuiteResult, out: Path) -> None:
     for text in card_warnings(result.metrics.get("scorer_cards") or []):
         console.print(f"[bold red]warning:[/bold red] {escape(text)}")
     # soft_wrap: never break the path across lines (CI logs are 80 columns); escape: "[" in paths
-    console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)
+    results_console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)
 
 
-def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None) -> RunResult:
-    """Run one suite end to end and write its run folder."""
+def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None, results_console=None) -> RunResult:
+    """Run one suite end to end and write its run folder. ``console`` gets progress and
+    warnings, ``results_console`` (default ``console``) the summary and the report path."""
     from biaslens.environment import default_console
     from biaslens.report.run_folder import RunFolder
     from biaslens.suites import get_suite
@@ -214,7 +223,7 @@ def run_suite(config: RunConfig, *, backend: Backend | None = None, console=None
                 tables = suite.collect(ctx)
             finally:
                 ctx.close()
-            result = _write_and_report(suite, config, folder, console, tables)
+            result = _write_and_report(suite, config, folder, console, tables, results_console or console)
     except (ValueError, ModelError) as e:
         if not existed and _input_mistake(e, ctx):
             # nothing was computed: a run folder holding only the error would just be litter
@@ -239,7 +248,8 @@ def _input_mistake(error: BaseException, ctx: RunContext | None) -> bool:
     return not computed
 
 
-def _write_and_report(suite: Suite, config: RunConfig, folder: RunFolder, console, tables: dict) -> SuiteResult:
+def _write_and_report(suite: Suite, config: RunConfig, folder: RunFolder, console, tables: dict,
+                      results_console) -> SuiteResult:
     """The stored tables, then analysis, derived tables, metrics.json, report and summary."""
     missing = [n for n in _required(suite) if n not in tables]
     if missing:  # a suite bug, not a user error: say which table
@@ -258,8 +268,10 @@ def _write_and_report(suite: Suite, config: RunConfig, folder: RunFolder, consol
         raise AnalysisError(f"the analysis failed ({type(e).__name__}: {e}); the collected tables are saved in "
                             f"{folder.path}: fix the cause and run `biaslens report {folder.path}` to redo the "
                             "analysis without model calls") from e
-    suite.summary(result, actx)
-    _print_footer(console, result, folder.path)
+    import dataclasses
+
+    suite.summary(result, dataclasses.replace(actx, console=results_console))  # the summary is a result
+    _print_footer(console, results_console, result, folder.path)
     return result
 
 

@@ -20,6 +20,7 @@ from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
 from biaslens.cli.finetune import finetune_app
 from biaslens.cli.options import GroupedOptions, generated_command, load_config
+from biaslens.cli.output import JSON_HELP, command_output, run_json
 from biaslens.config import RunConfig
 from biaslens.options import flag_specs
 
@@ -113,10 +114,11 @@ def quiet_transformers() -> None:
 
 def run(**a):
     """Run a bias suite and write a run folder (run.json, Parquet results, metrics.json, report.html)."""
-    guard(_run, a)
+    with command_output(a.pop("json_output")) as output:
+        output.emit(run_json(guard(_run, {**a, "results_console": output.results})))
 
 
-def _run(a: dict) -> None:
+def _run(a: dict):
     from biaslens.api import run as api_run
     from biaslens.config import RunConfig
 
@@ -130,7 +132,7 @@ def _run(a: dict) -> None:
         from biaslens.config import ConfigError
 
         raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood and redditbias, not {cfg.suite}")
-    api_run(cfg, console=console)
+    return api_run(cfg, console=console, results_console=a["results_console"])
 
 
 #: the flags of `run`: one per field of RunConfig and of every suite's options (biaslens.options)
@@ -142,6 +144,8 @@ app.command(cls=GroupedOptions)(generated_command(run, [
     inspect.Parameter("suite", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str], default=typer.Argument(
         None, help="Suite to run (see `biaslens suites`) [default holistic-likelihood, or the config file's suite].")),
     # CLI-only options (no RunConfig field) go here, beside the generated ones
+    inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                      default=typer.Option(False, "--json", help=JSON_HELP)),
 ], RUN_FLAGS, "RunConfig"))
 
 
@@ -217,7 +221,7 @@ def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
         n, n_unique = df.num_rows, len(df.column("text").unique())
     out.parent.mkdir(parents=True, exist_ok=True)
     write_table(df, out)
-    console.print(f"wrote {n:,} sentences ({n_unique:,} unique texts) to {out}")
+    typer.echo(f"wrote {n:,} sentences ({n_unique:,} unique texts) to {out}")  # a result: standard output
 
 
 @cache_app.command("info")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from biaslens.cli.output import JSON_HELP, CommandOutput, card_json, command_output
 
 
 def card(
@@ -17,26 +20,30 @@ def card(
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Call cache folder [default: the user cache]."),
     seed: int = typer.Option(0, "--seed"),
     allow_failures: bool = typer.Option(False, "--allow-failures", help="Exit 0 even when some methods failed (the card then says 'partial')."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
 ):
     """Run every bias method that applies to MODEL and write one page (card.html): a verdict per
     method with its uncertainty, the scorer cards and links to each full report. Compare two cards
     with `biaslens compare CARD_BEFORE CARD_AFTER`."""
     from biaslens.cli.common import guard
 
-    guard(_card, model, budget, out, methods, device, cache_dir, seed, allow_failures)
+    with command_output(json_output) as output:
+        guard(_card, model, budget, out, methods, device, cache_dir, seed, allow_failures, output)
 
 
-def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=False) -> None:
+def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=False, output=None) -> None:
     from biaslens.bias_card import make_card
     from biaslens.cli.common import console
 
+    output = output or CommandOutput(False, sys.stdout)
     config = {"model": {"name": model, "device": device}, "seed": seed}
     if cache_dir is not None:
         config["cache_dir"] = str(cache_dir)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
-    card = make_card(config, out=out, budget=budget, methods=chosen, console=console)
+    card = make_card(config, out=out, budget=budget, methods=chosen, console=console, results_console=output.results)
     for r in card["methods"]:
-        console.print(f"{r['suite']}: {r['verdict']}", markup=False, soft_wrap=True)
+        output.results.print(f"{r['suite']}: {r['verdict']}", markup=False, soft_wrap=True)
+    output.emit(card_json(card))  # before a failure's exit: a script still gets the partial card
     if card["status"] != "complete":
         failed = [r["suite"] for r in card["methods"] if r.get("status") == "failed"]
         message = (f"card status {card['status']}: {len(failed)} of {len(card['methods'])} methods failed "

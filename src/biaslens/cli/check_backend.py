@@ -37,7 +37,9 @@ def _check(model, backend, reference, base_url, api_key_env, device, dtype, tole
            json_out, cache_dir) -> None:
     from rich.table import Table
 
-    from biaslens.cli.common import console
+    from biaslens.cli.output import results_console
+
+    console = results_console()  # the table and the verdict are results: standard output
     from biaslens.config import ConfigError
     from biaslens.engine.backend_check import check_backend, record_verdict
     from biaslens.fileio import read_text, write_atomic

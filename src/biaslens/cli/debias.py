@@ -67,7 +67,7 @@ def _debias(method: str, a: dict) -> None:
     model_path = model_folder(c.model)
     cfg = TrainingConfig(epochs=c.epochs, learning_rate=c.lr, batch_size=c.batch_size, grad_accum=c.grad_accum,
                          max_length=c.max_length, lm_weight=c.lm_weight, extra_weight=c.debias_weight,
-                         save_steps=c.save_steps, seed=c.seed, max_steps=c.max_steps)
+                         save_steps=c.save_steps, seed=c.seed, max_steps=c.max_steps, device=c.device)
     opts = DebiasOptions(method=method, spec=spec, data_dir=c.data_dir, cda_mode=c.cda_mode or "targets",
                          counterfactual_mode=c.counterfactual_mode, max_template_pairs=c.max_template_pairs,
                          training=cfg, score_first_token=c.score_first_token, cda_sides=c.cda_sides)
@@ -75,27 +75,31 @@ def _debias(method: str, a: dict) -> None:
     data_note = (f"text files under {c.data_dir}" if c.data_dir else
                  "phrases built from the specification (no --data-dir)")
     console.print(f"[bold]debias {method}[/bold] {model_path} on {spec.name}: training data = {data_note}")
+    from biaslens.cli.output import results_console
+
+    results = results_console()  # the outcome on standard output; progress stays on standard error
     if c.grid or c.grid_file:
         points = load_grid(c.grid_file, method)
         state = run_grid(model_path, out, opts, points, progress=console.print)
         best = state["best"]
-        console.print(f"grid: {len(state['points'])} points; best {best['name']} (validation t={best['valid_t']:+.3f}, "
+        results.print(f"grid: {len(state['points'])} points; best {best['name']} (validation t={best['valid_t']:+.3f}, "
                       f"p={best['valid_p']:.3g}); every point in {out / 'grid.json'}")
     else:
         result, record = debias(model_path, out, opts, keep_checkpoints=c.keep_checkpoints)
         resumed = f", resumed from {Path(result.resumed_from).name}" if result.resumed_from else ""
-        console.print(f"trained {result.steps} steps (train loss {result.train_loss:.4f}{resumed}); "
+        results.print(f"trained {result.steps} steps (train loss {result.train_loss:.4f}{resumed}); "
                       f"{record['n_train_texts']} texts from {record['data_source']}")
     if c.evaluate:
         run = evaluate_model(out, spec.name, c.data_dir, list(c.spec_files), c.max_reference_lines,
-                             c.max_template_pairs, seed=c.seed, score_first_token=c.score_first_token)
-        console.print(f"evaluation: {run}")
-    console.print(f"model folder: [bold]{out}[/bold]")
+                             c.max_template_pairs, seed=c.seed, score_first_token=c.score_first_token,
+                             device=c.device)
+        results.print(f"evaluation: {run}", soft_wrap=True)
+    results.print(f"model folder: [bold]{out}[/bold]", soft_wrap=True)
 
 
 def evaluate_model(model_dir: Path, bias_type: str, data_dir: Optional[Path], spec_files: list[Path],
                    max_reference_lines: Optional[int], max_template_pairs: int, seed: int = 0,
-                   score_first_token: bool = True) -> Path:
+                   score_first_token: bool = True, device: str = "cpu") -> Path:
     """The redditbias suite on a debiased model (its bias type, test split) into ``model_dir/eval``."""
     from biaslens.api import run as api_run
     from biaslens.cli.common import console
@@ -107,7 +111,8 @@ def evaluate_model(model_dir: Path, bias_type: str, data_dir: Optional[Path], sp
     if max_reference_lines:
         rb["max_reference_lines"] = max_reference_lines
     cfg = RunConfig.validated({"suite": "redditbias", "out": str(model_dir / "eval"),
-                               "model": {"name": str(model_dir), "score_first_token": score_first_token},
+                               "model": {"name": str(model_dir), "score_first_token": score_first_token,
+                                         "device": device},
                                "seed": seed, "redditbias": rb}, source="debias --evaluate")
     api_run(cfg, console=console)
     return model_dir / "eval"

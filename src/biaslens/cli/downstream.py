@@ -44,7 +44,7 @@ downstream_app.command("generation")(_command(
 
 
 def _run(task: str, values: dict) -> None:
-    from biaslens.cli.common import console
+    from biaslens.cli.output import results_console
     from biaslens.mitigation.downstream import DownstreamDataError, run_dst, run_generation
     from biaslens.models import model_folder
 
@@ -57,6 +57,7 @@ def _run(task: str, values: dict) -> None:
     fn = run_dst if task == "dst" else run_generation
     metrics = fn(model_folder(model), train, test, folder, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr,
                  max_steps=c.max_steps)
+    console = results_console()  # the scores and the metrics path: standard output
     shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} –" for k, v in metrics["scores"].items())
     console.print(f"{task}: {shown}")
     for k, why in (metrics.get("skipped") or {}).items():

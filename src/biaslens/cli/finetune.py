@@ -45,6 +45,9 @@ def _finetune_community(values: dict) -> None:
                              separator=a["separator"], loss_on=a["loss_on"], eval_fraction=a["eval_fraction"],
                              limit=a["limit"], community=a["community"])
     c, r = res.data["counts"], res.data["removed"]
+    from biaslens.cli.output import results_console
+
+    console = results_console()  # from here on, the outcome: standard output
     console.print(f"data: {c.get('examples', 0):,} examples from {c.get('posts', 0):,} posts; skipped: "
                   f"{c.get('posts_without_comments', 0):,} posts without comments, "
                   f"{c.get('empty_comments', 0) + c.get('deleted_comments', 0):,} empty/deleted comments, "

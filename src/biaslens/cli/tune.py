@@ -45,6 +45,9 @@ def _style_equality(values: dict) -> None:
                               use_tags=not a["no_tags"], eval_fraction=a["eval_fraction"], config=cfg,
                               early_stopping_patience=a["patience"] or None)
     c = res.counts
+    from biaslens.cli.output import results_console
+
+    console = results_console()  # from here on, the outcome: standard output
     se = res.description.get("style_equality") or {}
     console.print(f"beta {se.get('beta'):.4g} ({se.get('beta_source')})")
     console.print(f"tags: {c['bias']:,} bias, {c['no_bias']:,} no_bias; {res.n_train:,} training, "

@@ -40,6 +40,7 @@ class DebiasConfig(ConfigFile):
     max_steps: int = Field(-1, description="stop after N optimizer steps (-1: run the epochs)")
     max_length: int = Field(128, ge=1, description="tokens per text, the start token included (longer texts are cut)")
     save_steps: int = Field(50, ge=1, description="checkpoint every N steps (resume point)")
+    device: str = Field("cpu", description="cpu, cuda, cuda:N, mps (the later --evaluate run uses it too)")
     seed: int = Field(0, description="training seed")
     cda_mode: Literal["targets", "attributes"] | None = Field(None, description=(
         "cda: targets (CTDA, default) or attributes (CADA)"))

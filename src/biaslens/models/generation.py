@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from biaslens.models.base import GenerationParams, GenerationRequest, row_seed
+from biaslens.models.kv_cache import cache_arg
 from biaslens.models.trie import TriePack
 
 try:  # transformers >= 4.x
@@ -236,8 +237,8 @@ def _prefill(model, prompts: list[list[int]], reserve: int, pad_id: int):
     shared = common_prefix_length(prompts)
     trie_cache = DynamicCache(config=model.config)
     if shared:
-        model.base_model(input_ids=torch.tensor([prompts[0][:shared]], device=device), past_key_values=trie_cache,
-                         use_cache=True)
+        model.base_model(input_ids=torch.tensor([prompts[0][:shared]], device=device),
+                         **cache_arg(model.base_model, trie_cache), use_cache=True)
     own = [p[shared:] for p in prompts]
     pack = TriePack(own, PREFILL_ROW_NODES, min_length=1)
     ids, pos, tree, width = pack.tensors(pad_id)
@@ -249,7 +250,7 @@ def _prefill(model, prompts: list[list[int]], reserve: int, pad_id: int):
     sees = torch.cat([torch.ones((n_rows, 1, width, shared), dtype=torch.bool), tree], dim=-1)
     bias = torch.zeros(sees.shape, dtype=dtype).masked_fill_(~sees, torch.finfo(dtype).min)
     hidden = model.base_model(input_ids=ids.to(device), position_ids=(pos + shared).to(device),
-                              attention_mask=bias.to(device), past_key_values=trie_cache,
+                              attention_mask=bias.to(device), **cache_arg(model.base_model, trie_cache),
                               use_cache=True).last_hidden_state
     # gather: row r of the decoding cache is [opening | padding | r's path through the trie]
     longest = max(map(len, own))
@@ -331,5 +332,5 @@ def decode(model, prompts: list[list[int]], params, seeds: list[int], eos_ids: l
                 sampler.generators = [sampler.generators[i] for i in keep.tolist()]
         attn = torch.cat([attn, attn.new_ones((len(attn), 1))], dim=1)
         logits = _last_logits(model, input_ids=token[:, None], attention_mask=attn,
-                              position_ids=attn.sum(-1, keepdim=True) - 1, past_key_values=cache)
+                              position_ids=attn.sum(-1, keepdim=True) - 1, **cache_arg(model.base_model, cache))
     return out

@@ -20,6 +20,7 @@ import numpy as np
 
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
+from biaslens.models.kv_cache import cache_arg, output_cache
 from biaslens.models.tokenized import DTYPES, TokenizerBackend, check_model_location, is_masked_config, pick_start_token
 from biaslens.models.trie import TriePack
 
@@ -354,7 +355,7 @@ class HFCausalBackend(TokenizerBackend):
         first = self.model(input_ids=prefix, use_cache=True)
         prefix_lp = _gather_logprobs(first.logits[:, :-1], prefix[:, 1:])[0]
         last_logits = first.logits[:, -1:]  # predicts each text's first suffix token
-        cache = first.past_key_values
+        cache = output_cache(first)
         cache.batch_repeat_interleave(len(seqs))
         suffixes = [s[shared:] for s in seqs]
         self.computed_tokens += shared + sum(len(x) for x in suffixes)
@@ -366,7 +367,7 @@ class HFCausalBackend(TokenizerBackend):
             input_ids[i, : len(x)] = torch.tensor(x, dtype=torch.long)
             attn[i, shared : shared + len(x)] = 1
         input_ids = input_ids.to(self.device)
-        logits = self.model(input_ids=input_ids, attention_mask=attn.to(self.device), past_key_values=cache,
+        logits = self.model(input_ids=input_ids, attention_mask=attn.to(self.device), **cache_arg(self.model, cache),
                             use_cache=False).logits
         logits = torch.cat([last_logits.expand(len(seqs), -1, -1), logits[:, :-1]], dim=1)
         tok_lp = _gather_logprobs(logits, input_ids)
@@ -404,7 +405,7 @@ class HFCausalBackend(TokenizerBackend):
         with torch.inference_mode():
             # sampled rows always start from a prompt cache (one path whatever the batch holds)
             past = self._prompt_cache(model, ids, attn, prompts) if params.do_sample and self.share_prompts else None
-            out = model.generate(input_ids=ids, attention_mask=attn, past_key_values=past,
+            out = model.generate(input_ids=ids, attention_mask=attn, **cache_arg(model, past),
                                  generation_config=cfg, logits_processor=procs)
         return [tok.decode(row[width:], skip_special_tokens=True).strip() for row in out.cpu().tolist()]
 
@@ -426,7 +427,7 @@ class HFCausalBackend(TokenizerBackend):
         # positions as generate makes them from a left-padded mask
         positions = (u_attn.cumsum(-1) - 1).masked_fill(u_attn == 0, 0)
         cache = DynamicCache(config=model.config)
-        model(input_ids=u_ids, attention_mask=u_attn, position_ids=positions, past_key_values=cache, use_cache=True,
+        model(input_ids=u_ids, attention_mask=u_attn, position_ids=positions, **cache_arg(model, cache), use_cache=True,
               logits_to_keep=1)
         cache.batch_select_indices(torch.tensor([slot[p] for p in prompts], device=ids.device))
         return cache

@@ -10,7 +10,15 @@ import numpy as np
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.report.html import Section, Table, figure_from_matplotlib, interval_text, render_report, subplots
+from biaslens.report.html import (
+    Section,
+    Table,
+    figure_from_matplotlib,
+    interval_text,
+    render_report,
+    size_detail,
+    subplots,
+)
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
@@ -166,7 +174,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
            "elapsed_seconds": None, "biaslens_version": __version__,
            "details": {**{k: v for k, v in (run_record.get("model") or {}).items()
                           if k in ("backend", "kind", "dtype", "weights_hash")},
-                       **_generation_details(run_record.get("generation") or {})}}
+                       **_generation_details(run_record.get("generation") or {}), **size_detail(run_record)}}
     cards = metrics.get("scorer_cards") or []
     if cards:
         sections.insert(1, scorer_card_section(cards))

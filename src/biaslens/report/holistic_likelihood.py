@@ -10,7 +10,7 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.metrics.likelihood_bias import LOVE_HATE_TEMPLATES
-from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
+from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, size_detail, subplots
 
 
 def _descriptor_lists(lh: pd.DataFrame, axes: pd.Series, n: int, what: str) -> pd.DataFrame:
@@ -262,5 +262,6 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
         sections.append(Section("I love / I hate", intro, tables=tables))
     run = {"suite": "holistic-likelihood", "model": metrics.get("model"), "status": "complete",
            "started": None, "elapsed_seconds": None, "biaslens_version": __version__,
-           "details": {k: v for k, v in (run_record.get("model") or {}).items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")}}
+           "details": {**{k: v for k, v in (run_record.get("model") or {}).items() if k in ("backend", "kind", "dtype", "start_token", "weights_hash")},
+                       **size_detail(run_record)}}
     return render_report(title=f"HolisticBias Likelihood Bias: {metrics.get('model')}", run=run, sections=sections)

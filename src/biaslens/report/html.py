@@ -112,6 +112,19 @@ _env.filters["fmt"] = _fmt
 _env.filters["breakable"] = _breakable
 
 
+def size_detail(run_record: dict[str, Any]) -> dict[str, str]:
+    """The report header's size: what ran and what was asked for (run.json's ``size``); a
+    stratified sample keeps whole groups, so the two can differ."""
+    size = run_record.get("size") or {}
+    if not size:
+        return {}
+    ran = f"{size['actual']:,} {size['unit']}"
+    if size.get("requested") is None:
+        return {"size": f"{ran} (full)"}
+    return {"size": f"{ran} run; {size['requested']:,} requested (--sample: about N, whole "
+                    "(axis, template, descriptor) groups)"}
+
+
 def render_report(*, title: str, run: dict[str, Any], sections: list[Section], warnings: list[str] | None = None) -> str:
     """The whole report as one HTML string; ``warnings`` open it, in plain words, before any number."""
     return _env.get_template("report.html.j2").render(title=title, run=run, sections=sections, warnings=warnings or [])

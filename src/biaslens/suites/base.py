@@ -94,6 +94,9 @@ class RunContext(Protocol):
     def record_calls(self, key: str = "scoring", stats: ScoringStats | None = None) -> None:
         """Write the model-call statistics into run.json under ``key``."""
 
+    def record_size(self, unit: str, requested: int | None, actual: int) -> None:
+        """run.json's ``size``: the items asked for and those that actually ran."""
+
 
 @dataclass(frozen=True)
 class CardSpec:

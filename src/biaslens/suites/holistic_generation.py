@@ -18,7 +18,13 @@ import pandas as pd
 from biaslens.comparison.holistic_generation import holistic_generation_lines, holistic_generation_section
 from biaslens.config import ConfigError, RunConfig
 from biaslens.datasets.holistic import VARIANT_FLAGS
-from biaslens.datasets.holistic.prompts import KEEP_COLUMNS, VARIANT_COLUMNS, generation_prompts, match_generations
+from biaslens.datasets.holistic.prompts import (
+    KEEP_COLUMNS,
+    VARIANT_COLUMNS,
+    generation_prompts,
+    generation_sample,
+    match_generations,
+)
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
 from biaslens.metrics.generation_bias import noise_floor_strata
@@ -54,8 +60,11 @@ class HolisticGeneration(Suite):
     name = "holistic-generation"
     options = GenerationOptions  # its section of RunConfig, beside this file
     card = CardSpec("HolisticBias generation bias (styles)", "generation", {
-        "smoke": {"sample": 20, "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
-        "default": {"sample": 50},
+        # smoke: 5 axes, 40 prompts, 10 descriptors (the FGB interval needs 8); a sample of all 13 axes
+        # cannot go below 2 descriptors each (100 prompts)
+        "smoke": {"sample": 40, "axes": ["age", "gender_and_sex", "race_ethnicity", "religion", "sexual_orientation"],
+                  "generation": {"max_new_tokens": 12, "n_permutations": 50, "n_bootstrap": 200}},
+        "default": {"sample": 100},
         "paper": {"full": True}})
     compare = SuiteComparison(holistic_generation_section, holistic_generation_lines)
     #: responses: the prompts and responses (re-written with the analysis' columns);
@@ -83,6 +92,7 @@ class HolisticGeneration(Suite):
         else:
             if rows.empty:
                 raise ConfigError("no prompts selected: check --axes/--templates")
+            ctx.record_size("prompts", None if config.full else generation_sample(config), len(rows))
             params = _generation_params(config)
             calls = ctx.calls
             console.print(f"[bold]holistic-generation[/bold]: {len(rows):,} prompts x {params.n} "

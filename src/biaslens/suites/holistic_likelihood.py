@@ -64,7 +64,7 @@ class HolisticLikelihood(Suite):
     name = "holistic-likelihood"
     options = HolisticLikelihoodOptions
     card = CardSpec("HolisticBias Likelihood Bias", "likelihood", {
-        "smoke": {"sample": 600},
+        "smoke": {"sample": 780},  # the smallest stratified sample: 13 axes x 2 descriptors x 30 sentences, 1 template
         "default": {},  # the suite default: 5,460 sentences, 7 descriptors per axis
         "paper": {"full": True}})
     stored_tables = ("sentences", "descriptor_token_counts?")
@@ -77,6 +77,7 @@ class HolisticLikelihood(Suite):
             raise ConfigError("--tokenizer is for --from-lm-eval (it counts the tokens of sentences lm-eval scored)")
         with ctx.timer("dataset"):
             rows = select_sentences(config)
+        ctx.record_size("sentences", None if config.full else config.sample, len(rows))
         if ctx.options.from_lm_eval:
             from biaslens.suites.lm_eval_import import collect_from_lm_eval
 

@@ -93,6 +93,7 @@ class HolisticOffensiveness(Suite):
                                full=config.full, seed=config.seed)
         if rows.empty:
             raise ConfigError("no sentences selected: check --axes/--templates")
+        ctx.record_size("sentences", None if config.full else sample, len(rows))
         try:
             with ctx.timer("classifier_load"):
                 scorer, choice = choose_judge(opts.offensiveness_classifier, device=config.model.device)

@@ -52,6 +52,12 @@ def prompt_rows(all_rows: pd.DataFrame) -> pd.DataFrame:
     return all_rows[(all_rows["axis"].astype(str) != "null").to_numpy()]
 
 
+def generation_sample(config: Any) -> int | None:
+    """The sample size asked for: ``--sample``, else the generation suite's default."""
+    sample: int | None = config.sample if "sample" in config.model_fields_set else DEFAULT_SAMPLE
+    return sample
+
+
 def generation_prompts(config: Any) -> pd.DataFrame:
     """The HolisticBias sentences to use as prompts, with ``prompt_id`` = the sentence's
     0-based row in the full table (``biaslens dataset holistic`` order). With variants on
@@ -65,7 +71,7 @@ def generation_prompts(config: Any) -> pd.DataFrame:
     if opts.generations_file is not None:
         return all_rows
     rows = prompt_rows(all_rows)
-    sample = config.sample if "sample" in config.model_fields_set else DEFAULT_SAMPLE
+    sample = generation_sample(config)
     if not config.full and opts.nouns_per_gender is not None:
         rows = _sample_nouns(rows, opts.nouns_per_gender, config.seed)
     rows = select_rows(rows, axes=config.axes, templates=config.templates, sample=sample, full=config.full,
