@@ -1,10 +1,10 @@
-"""report/numbers.py: numbers rounded to what their intervals justify (hand-computed cases)."""
+"""rounding.py: numbers rounded to what their intervals justify (hand-computed cases)."""
 
 import math
 
 import pytest
 
-from biaslens.report.numbers import decimals_for, estimate, fixed, interval, number, p_text, pvalue
+from biaslens.rounding import decimals_for, estimate, fixed, interval, number, p_text, pvalue
 
 
 @pytest.mark.parametrize("width, places", [
@@ -92,3 +92,7 @@ def test_pvalues_have_two_significant_figures(p, text):
 def test_p_text_reads_in_a_sentence():
     assert p_text(0.353) == "p = 0.35"
     assert p_text(0.0001) == "p < 0.001"
+
+
+def test_estimate_without_a_label():
+    assert estimate(0.4, 0.07, 0.72, signed=True, label="") == "+0.40 (+0.07 to +0.72)"

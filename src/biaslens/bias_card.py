@@ -225,6 +225,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     suite has a paired comparison (generation bias: paired bootstrap over shared prompts),
     that verdict is used; elsewhere a change needs non-overlapping 95% intervals.
     """
+    from biaslens.rounding import interval
     from biaslens.suites.compare import SECTIONS, compare_runs, interval_change_verdict, load_entry, run_differences
 
     before, after = Path(before), Path(after)
@@ -261,7 +262,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
                 if paired and paired.get("verdict"):
                     ci = paired.get("ci")
                     row.update(verdict=paired["verdict"], change=paired.get("change"),
-                               reason=(f"paired bootstrap over shared prompts, 95% CI {ci[0]:+.3g} to {ci[1]:+.3g}"
+                               reason=(f"paired bootstrap over shared prompts, 95% CI {interval(ci[0], ci[1], signed=True)}"
                                        if ci else paired.get("reason") or ""))
             except ConfigError as e:
                 row.update(verdict="not comparable", reason=str(e))

@@ -35,8 +35,10 @@ def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=F
         config["cache_dir"] = str(cache_dir)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
     card = make_card(config, out=out, budget=budget, methods=chosen, console=console)
-    for r in card["methods"]:
-        console.print(f"{r['suite']}: {r['verdict']}", markup=False, soft_wrap=True)
+    from biaslens.report.card import method_sentence
+
+    for r in card["methods"]:  # the card's plain sentences, numbers rounded to their intervals
+        console.print(method_sentence(r), markup=False, soft_wrap=True)
     if card["status"] != "complete":
         failed = [r["suite"] for r in card["methods"] if r.get("status") == "failed"]
         message = (f"card status {card['status']}: {len(failed)} of {len(card['methods'])} methods failed "

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from biaslens.rounding import p_text
+
 from .resampling import draw_counts, jackknife_t_interval
 
 SCALE = 1000.0  # the paper reports every gen-bias value x1000
@@ -485,8 +487,8 @@ def generation_bias_summary(templates, descriptors, probs, styles: Sequence[str]
 def noise_floor_verdict(p_value: float, n_responses: int, *, alpha: float = 0.05) -> str:
     """The noise-floor result in words, with the p-value and the number of responses."""
     if p_value <= alpha:
-        return f"above the noise floor (p = {p_value:.3g}, {n_responses:,} responses)"
-    return f"indistinguishable from sampling noise at this size (p = {p_value:.3g}, {n_responses:,} responses)"
+        return f"above the noise floor ({p_text(p_value)}, {n_responses:,} responses)"
+    return f"indistinguishable from sampling noise at this size ({p_text(p_value)}, {n_responses:,} responses)"
 
 
 def style_equality_bias_values(templates, descriptors, probs, *, alpha: float = 0.0) -> np.ndarray:

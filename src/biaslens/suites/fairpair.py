@@ -47,6 +47,7 @@ from biaslens.metrics.fairpair import (
 )
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.rounding import number, p_text
 from biaslens.suites.base import AnalysisContext, Suite
 
 if TYPE_CHECKING:
@@ -365,7 +366,7 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
         unsure = g[g["status"] == "cannot tell"]
         adj = f"Holm-adjusted over {len(g)} dissimilarities" if len(g) > 1 else "one dissimilarity"
         if len(sig):
-            parts = ", ".join(f"{r.dissimilarity} (F={f.get(r.dissimilarity, float('nan')):.3f}, p={r.p_holm:.2g})"
+            parts = ", ".join(f"{r.dissimilarity} (F = {number(f.get(r.dissimilarity))}, {p_text(r.p_holm)})"
                               for r in sig.itertuples())
             text = (f"Significant: {names} are treated differently beyond sampling variability on {parts} "
                     f"(Welch t-test of cross- vs within-set dissimilarities, alpha={alpha}, p {adj}).")
@@ -539,7 +540,7 @@ class FairPair(Suite):
                     name=f"F.{dissim}" + (f".{model}" if len(metrics["models"]) > 1 else ""), value=t["F"],
                     ideal=1.0, higher_is_better=None, n_used=t["n_prompts"], n_missing=t["n_undefined_F"],
                     description=f"{model}: B / V for {dissim} (1: the counterfactual differs no more than the model's "
-                                f"own samples); one-sided p (cross > within) = {test.get('p_greater')}"))
+                                f"own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
         verdict = " ".join(metrics["verdicts"].values()) or None
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=res, verdict=verdict)
 

@@ -1,7 +1,8 @@
 """Numbers as a reader should see them: no more digits than their uncertainty justifies.
 
 One helper for every sentence and summary biaslens prints (the card, the reports' verdicts, the
-terminal summaries); the run's JSON files keep full precision.
+terminal summaries); the run's JSON files keep full precision. A top-level module with no
+imports of its own, so the pure metrics layer may use it too.
 
 - an estimate with its interval is rounded to the interval's precision: the last digit shown is
   the second significant digit of the interval's width (``0.7581`` in ``0.6712 to 0.8234`` ->
@@ -100,4 +101,5 @@ def estimate(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2, signed
     d = _places(lo, hi, sig)
     if d is None:
         return number(value, signed=signed)
-    return f"{fixed(value, d, signed=signed)} ({label} {interval(lo, hi, signed=signed, decimals=d)})"
+    prefix = f"{label} " if label else ""
+    return f"{fixed(value, d, signed=signed)} ({prefix}{interval(lo, hi, signed=signed, decimals=d)})"
