@@ -92,7 +92,8 @@ def headline_figure(methods: list[dict[str, Any]]):
             ax.axvline(ideal, color="#333", ls="--", lw=1)
         # a floor on the scale: a value without an interval, near its ideal, must not look far from it
         span = max(max(xs) - min(xs), 0.1 * max(abs(x) for x in xs)) or 1.0
-        ax.set_xlim(min(xs) - 0.12 * span, max(xs) + 0.12 * span)
+        mid = (max(xs) + min(xs)) / 2
+        ax.set_xlim(mid - 0.62 * span, mid + 0.62 * span)
         ax.set_ylim(-1, 1)
         ax.tick_params(axis="x", labelsize=8)
         said = estimate(value, lo, hi, label="CI") if lo is not None and hi is not None else f"{number(value)} (no interval)"
@@ -103,7 +104,7 @@ def headline_figure(methods: list[dict[str, Any]]):
         "Dot: the headline number; bar: its interval (95%; simultaneous over the bias types or pairs where the "
         "number is the largest of several); dashed line: the value of an unbiased model. Each row has its own "
         "scale. Some measures sit above that line even for an unbiased model (chance gives Likelihood Bias about "
-        "0.05; Full Gen Bias is never below its noise floor): the sentence above says what the row means.")
+        "0.05; Full Gen Bias is above 0 from sampling noise alone): the sentence above says what the row means.")
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> str:
