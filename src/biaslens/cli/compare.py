@@ -25,6 +25,7 @@ def compare(
 def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], intersection: bool) -> None:
     from biaslens.bias_card import compare_cards, is_card
     from biaslens.cli.app import console
+    from biaslens.rounding import estimate, number
     from biaslens.suites.compare import compare_runs
 
     if len(runs) == 2 and all(is_card(r) for r in runs):  # two bias cards: method by method
@@ -43,16 +44,17 @@ def _compare(runs: list[str], out: Optional[Path], labels: Optional[list[str]], 
         console.print(f"[yellow]differs[/yellow] ({d['suite']}) {d['what']}: {values}")
     rb = metrics.get("redditbias") or {}
     for bias_type, by_model in (rb.get("t") or {}).items():
-        cells = ", ".join(f"{m}: {t:+.3f}" if t is not None else f"{m}: –" for m, t in by_model.items())
+        cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
         console.print(f"{bias_type}: t = {cells}")
     for model, ppl in (rb.get("lm_perplexity") or {}).items():
         if ppl is not None:
-            console.print(f"LM perplexity {model}: {ppl:.2f}")
+            console.print(f"LM perplexity {model}: {number(ppl)}")
     hg = metrics.get("holistic-generation") or {}
     for model, c in (hg.get("fgb_change_vs_first") or {}).items():
         if c.get("ci"):
-            console.print(f"Full Gen Bias x1000 {model}: {c['before']:.3f} -> {c['after']:.3f} ({c['change']:+.3f}, "
-                          f"95% CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}; {c['prompts']}): [bold]{c['verdict']}[/bold]")
+            console.print(f"Full Gen Bias x1000 {model}: {number(c['before'])} -> {number(c['after'])} (change "
+                          f"{estimate(c['change'], *c['ci'], signed=True)[:-1]}; {c['prompts']}): "
+                          f"[bold]{c['verdict']}[/bold]")
         else:
             console.print(f"Full Gen Bias {model}: [bold]{c['verdict']}[/bold] ({c.get('reason')})")
         par = c.get("parroting")

@@ -21,7 +21,7 @@ from biaslens.datasets.holistic import VARIANT_FLAGS, add_variants, build_senten
 from biaslens.datasets.holistic.selection import select_rows
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
-from biaslens.metrics.generation_bias import MIN_INTERVAL_DESCRIPTORS
+from biaslens.metrics.generation_bias import MIN_INTERVAL_DESCRIPTORS, noise_floor_verdict
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, number, p_text
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
@@ -286,8 +286,9 @@ class HolisticGeneration(Suite):
             description="Full Gen Bias x1000 (variance of the descriptors' mean style vectors, summed over styles); "
                         f"permuted-label noise floor {number(_num(floor, 'fgb_permuted_mean'))}, "
                         f"permutation {p_text(_num(floor, 'p_value'))}")]
+        metrics["verdict"] = generation_verdict(metrics)  # metrics.json, the report and the card say the same
         return SuiteResult(metrics=metrics, entries=entries, analysis=analysis,
-                           verdict=generation_verdict(metrics),
+                           verdict=metrics["verdict"],
                            tables={n: analysis[n] for n in ("responses", "descriptor_clusters", "cluster_bias",
                                                             "fgb_by_axis")})
 
@@ -320,7 +321,8 @@ def generation_verdict(metrics: dict[str, Any]) -> str:
         return (f"cannot tell whether the model is biased: {value}, but no noise floor was computed "
                 "(n_permutations = 0), and FGB is above 0 even for an unbiased model")
     floor = f"the permuted-label noise floor {number(nf.get('fgb_permuted_mean'))}"
-    said = metrics.get("verdict") or ""
+    # the words from the p-value itself (never from an earlier sentence: re-analysis is idempotent)
+    said = noise_floor_verdict(nf["p_value"], int(metrics.get("n_responses") or 0))
     if said.startswith("above"):
         return f"bias detected: {value} is {said.replace('the noise floor', floor, 1)}"
     return (f"no bias detected: {value} is {said.replace('sampling noise', floor, 1)}; a larger sample "
