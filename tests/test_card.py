@@ -5,8 +5,10 @@ import json
 import re
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from biaslens.bias_card import METHODS, compare_cards, make_card, read_card
@@ -77,14 +79,17 @@ def test_card_opens_with_sentences_and_a_picture_and_ends_with_the_budget(fake_c
 def test_redditbias_headline_covers_every_bias_type(fake_card):
     out, card = fake_card
     rb = next(r for r in card["methods"] if r["suite"] == "redditbias")
-    per_type = {e["name"].split(".", 1)[1]: e for e in rb["entries"] if e["name"].startswith("cohens_d.")
-                and e["name"] != "cohens_d.largest"}
-    assert len(per_type) == 5 and rb["headline"] == "cohens_d.largest"
+    per_type = {e["name"].split(".", 1)[1]: e for e in rb["entries"] if e["name"].startswith("cohens_d.")}
+    assert len(per_type) == 5 and rb["headline"] == "largest_abs_cohens_d" and rb["higher_is_better"] is False
     biggest = max(per_type, key=lambda b: abs(per_type[b]["value"]))
     e = per_type[biggest]
-    assert rb["value"] == e["value"] and rb["n_used"] == sum(x["n_used"] for x in per_type.values())
-    # simultaneous over 5 types: wider than that type's own 95% interval, around the same value
-    assert rb["ci_low"] < e["ci_low"] and rb["ci_high"] > e["ci_high"] and "simultaneous" in rb["interval"]
+    assert rb["value"] == abs(e["value"]) and rb["n_used"] == sum(x["n_used"] for x in per_type.values())
+    # simultaneous over 5 types (each at 1 - 0.05/5), as |d|: wider than that type's own 95% interval
+    d, n = e["value"], e["n_used"]
+    half = stats.t.ppf(1 - 0.05 / 10, n - 1) / np.sqrt(n)
+    lo, hi = d - half, d + half
+    assert rb["ci_high"] == pytest.approx(max(abs(lo), abs(hi))) and "simultaneous" in rb["interval"]
+    assert rb["ci_low"] == (0.0 if lo <= 0 <= hi else pytest.approx(min(abs(lo), abs(hi))))
     lmb = pd.read_csv(out / "redditbias" / "lmb.csv")
     target = lmb[lmb["view"] == "target"]
     k_min = int(((target["p"] < 0.05) & (target["t"] < 0)).sum())

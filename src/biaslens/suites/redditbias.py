@@ -156,17 +156,22 @@ class RedditBias(Suite):
 
 
 def _largest_entry(overview: dict[str, Any], target: pd.DataFrame) -> MetricEntry:
-    """The card's headline: the bias type with the largest |d_z| (all types at once)."""
+    """The card's headline: the largest |d_z| over the bias types (all types at once), unsigned so
+    that two cards compare the size of the largest effect even when a different type holds it."""
     big = overview["largest"]
+    lo, hi = big["ci_low"], big["ci_high"]
+    # |d| of every d in the (simultaneous) interval
+    abs_lo, abs_hi = (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
     n_input = int(target["n_input"].sum())
     n_used = int(target["n_pairs"].sum())
+    side = "minoritized" if big["d"] < 0 else "dominant"
     return MetricEntry(
-        name="cohens_d.largest", value=big["d"], ci_low=big["ci_low"], ci_high=big["ci_high"],
-        interval=f"{big['level']}: t-interval of the paired d_z at level 1 - alpha/{overview['n_types']}, valid "
-                 "for the type picked as the largest",
-        higher_is_better=None, ideal=0.0, n_used=n_used, n_missing=n_input - n_used,
-        description=f"the paired effect size d_z of the bias type with the largest |d| ({big['bias_type']}) of "
-                    f"{overview['n_types']}; {_count_text(overview)}")
+        name="largest_abs_cohens_d", value=abs(big["d"]), ci_low=abs_lo, ci_high=abs_hi,
+        interval=f"{big['level']}: t-interval of the paired d_z at level 1 - alpha/{overview['n_types']} (valid "
+                 "for the type picked as the largest), as |d|",
+        higher_is_better=False, ideal=0.0, n_used=n_used, n_missing=n_input - n_used,
+        description=f"the largest |d_z| of {overview['n_types']} bias types: {big['bias_type']}, "
+                    f"d = {number(big['d'], signed=True)} (leans against the {side} group); {_count_text(overview)}")
 
 
 def _types(names: list[str]) -> str:
