@@ -171,7 +171,7 @@ def _largest_entry(overview: dict[str, Any], target: pd.DataFrame) -> MetricEntr
                  "for the type picked as the largest), as |d|",
         higher_is_better=False, ideal=0.0, n_used=n_used, n_missing=n_input - n_used,
         description=f"the largest |d_z| of {overview['n_types']} bias types: {big['bias_type']}, "
-                    f"d = {number(big['d'], signed=True)} (leans against the {side} group); {_count_text(overview)}")
+                    f"d = {estimate(big['d'], lo, hi, signed=True, label='simultaneous 95% CI')} (leans against the {side} group); {_count_text(overview)}")
 
 
 def _types(names: list[str]) -> str:
