@@ -37,7 +37,7 @@ from biaslens.metrics.community import (
 )
 from biaslens.models import ModelError
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.rounding import decimals_for, fixed, interval, number, p_text
+from biaslens.rounding import decimals_for, fixed, interval, number, p_text, pvalue
 from biaslens.runner import model_record
 from biaslens.suites.base import AnalysisContext, Suite
 
@@ -474,7 +474,8 @@ def _print_summary(console, analysis: dict, metrics: dict) -> None:
             if d["gap"].notna().any():
                 r = d.loc[d["gap"].abs().idxmax()]
                 table.add_row(escape(Path(m).name or m), escape(str(dim)),
-                              escape(f"{r['demographic_a']} - {r['demographic_b']}: {f(r['gap'])}"),
-                              f"{f(r['ci_low_simultaneous'])} to {f(r['ci_high_simultaneous'])}", f(r["p_holm"]),
+                              escape(f"{r['demographic_a']} - {r['demographic_b']}: {_gap_text(r)}"),
+                              interval(r["ci_low_simultaneous"], r["ci_high_simultaneous"], signed=True),
+                              pvalue(r["p_holm"]),
                               f"{r['n_keywords_a']} / {r['n_keywords_b']}")
         console.print(table)

@@ -47,7 +47,7 @@ from biaslens.metrics.fairpair import (
 )
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
-from biaslens.rounding import number, p_text
+from biaslens.rounding import number, p_text, pvalue
 from biaslens.suites.base import AnalysisContext, Suite
 
 if TYPE_CHECKING:
@@ -684,7 +684,7 @@ def _print_summary(console, res: dict, metrics: dict) -> None:
             p = float(tr["p_greater"].iloc[0]) if len(tr) else float("nan")
             kf = info["kfold"].get(r.dissimilarity, {}).get("F")
             table.add_row(r.dissimilarity, f"{100 * r.V_A:.1f}", f"{100 * r.V_B:.1f}", f"{100 * r.B:.1f}",
-                          f"{r.F:.3f}", f"{p:.2g}", "–" if kf is None else f"{kf:.3f}")
+                          f"{r.F:.3f}", pvalue(p), "–" if kf is None else f"{kf:.3f}")
         if info["table3"]:
             console.print(table)
         if info["kept"]:
