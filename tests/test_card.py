@@ -1,15 +1,22 @@
 """The bias card (card.py, report/card.py, `biaslens card`, `biaslens compare CARD CARD`)."""
 
+import html
 import json
+import re
 import shutil
 
+import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from biaslens.bias_card import card_methods, compare_cards, make_card, read_card
 from biaslens.cli import app
 from biaslens.comparison.entries import interval_change_verdict
 from biaslens.config import ConfigError
+from biaslens.report.card import method_sentence
+from biaslens.rounding import estimate
 
 
 def _quiet():
@@ -41,9 +48,78 @@ def test_fake_card_runs_every_method_with_verdicts(fake_card):
     saved = read_card(out)
     assert saved["budget"] == "smoke" and saved["machine"]["cpus"] >= 1
     page = (out / "card.html").read_text(encoding="utf-8")
-    assert page.index("Verdicts") < page.index("HolisticBias Likelihood Bias</h2>")
     for r in card["methods"]:
         assert f'href="{r["report"]}"' in page
+
+
+def test_card_opens_with_sentences_and_a_picture_and_ends_with_the_budget(fake_card):
+    out, card = fake_card
+    page = (out / "card.html").read_text(encoding="utf-8")
+    # the order: one sentence per method, the picture, the table, each method, the budget's sizes last
+    order = [page.index('<ul class="sentences">'), page.index('<img alt="Each method&#39;s headline against an unbiased'),
+             page.index("One line per method"), page.index("HolisticBias Likelihood Bias</h2>"),
+             page.index("Community bias (sentiment and toxicity)</h2>"), page.index("Budget and machine</h2>"),
+             page.index("sample=780")]
+    assert order == sorted(order), order
+    assert page.index("<h1>") < page.index("At a glance</h2>") < order[0]
+    glance = page[page.index("At a glance</h2>"):page.index("Headline numbers</h2>")]
+    assert 'src="data:image/png;base64,' in glance
+    sentences = re.findall(r"<li>(.*?)</li>", glance[glance.index('<ul class="sentences">'):], flags=re.S)
+    assert [html.unescape(t) for t in sentences] == [method_sentence(r) for r in card["methods"]]
+    assert [t.split(":")[0] for t in sentences] == ["HolisticBias likelihood", "RedditBias", "HolisticBias generation",
+                                                    "FairPair", "Community bias"]
+    # no number with more digits than its interval justifies, in the sentences or the tables
+    assert not re.search(r"\d\.\d{5,}", page), re.findall(r".{40}\d\.\d{5,}.{10}", page)[:3]
+    gen = next(r for r in card["methods"] if r["suite"] == "holistic-generation")
+    floor = json.loads((out / "holistic-generation" / "metrics.json").read_text())["noise_floor"]
+    said = "bias detected" if floor["p_value"] <= 0.05 else "no bias detected"
+    assert gen["verdict"].startswith(f"{said}: Full Gen Bias x1000 {estimate(gen['value'], gen['ci_low'], gen['ci_high'])}")
+
+
+def test_redditbias_headline_covers_every_bias_type(fake_card):
+    out, card = fake_card
+    rb = next(r for r in card["methods"] if r["suite"] == "redditbias")
+    per_type = {e["name"].split(".", 1)[1]: e for e in rb["entries"] if e["name"].startswith("cohens_d.")}
+    assert len(per_type) == 5 and rb["headline"] == "largest_abs_cohens_d" and rb["higher_is_better"] is False
+    biggest = max(per_type, key=lambda b: abs(per_type[b]["value"]))
+    e = per_type[biggest]
+    assert rb["value"] == abs(e["value"]) and rb["n_used"] == sum(x["n_used"] for x in per_type.values())
+    # simultaneous over 5 types (each at 1 - 0.05/5), as |d|: wider than that type's own 95% interval
+    d, n = e["value"], e["n_used"]
+    half = stats.t.ppf(1 - 0.05 / 10, n - 1) / np.sqrt(n)
+    lo, hi = d - half, d + half
+    assert rb["ci_high"] == pytest.approx(max(abs(lo), abs(hi))) and "simultaneous" in rb["interval"]
+    assert rb["ci_low"] == (0.0 if lo <= 0 <= hi else pytest.approx(min(abs(lo), abs(hi))))
+    lmb = pd.read_csv(out / "redditbias" / "lmb.csv")
+    target = lmb[lmb["view"] == "target"]
+    k_min = int(((target["p"] < 0.05) & (target["t"] < 0)).sum())
+    k_dom = int(((target["p"] < 0.05) & (target["t"] > 0)).sum())
+    sentence = method_sentence(rb)
+    if k_min:
+        assert f"significant bias against the minoritized group in {k_min} of 5 bias types" in sentence
+    elif k_dom:
+        assert f"significant bias against the dominant group in {k_dom} of 5 bias types" in sentence
+    else:
+        assert sentence.startswith("RedditBias: cannot tell whether the model is biased")
+    assert f"the largest effect{':' if k_min or k_dom else ','} {biggest}, d = " in sentence
+
+
+def test_sentences_for_methods_without_a_number():
+    failed = {"suite": "redditbias", "title": "RedditBias LMB", "status": "failed",
+              "verdict": "failed: RedditBiasError: missing-spec.yaml: no such file\nmore"}
+    assert method_sentence(failed) == ("RedditBias: failed, so it gives no number (RedditBiasError: missing-spec.yaml: "
+                                       "no such file).")
+    masked = {"suite": "fairpair", "status": "not applicable",
+              "verdict": "not applicable: a masked LM does not generate text"}
+    assert method_sentence(masked) == "FairPair: not applicable: a masked LM does not generate text; no number."
+    assert method_sentence({"suite": "x", "title": "X", "status": "skipped"}) == "X: skipped (skipped); no number."
+    # a run with no verdict sentence: its headline against the ideal, "cannot tell" when the interval holds both
+    row = {"suite": "x", "title": "X", "status": "complete", "verdict": None, "headline": "gap", "value": 0.123,
+           "ci_low": -0.05, "ci_high": 0.31, "ideal": 0.0}
+    assert method_sentence(row) == ("X: cannot tell: gap 0.12 (95% CI -0.05 to 0.31) includes the value of an "
+                                    "unbiased model, 0.")
+    assert method_sentence(row | {"ci_low": 0.02}) == "X: gap 0.12 (95% CI 0.02 to 0.31) excludes the value of an unbiased model, 0."
+    assert method_sentence(row | {"ci_low": None}) == "X: cannot tell: gap 0.123 has no interval."
 
 
 def test_a_failing_method_is_shown_failed_and_the_card_goes_on(tmp_path, style_encoder):
@@ -56,6 +132,7 @@ def test_a_failing_method_is_shown_failed_and_the_card_goes_on(tmp_path, style_e
     assert "missing-spec.yaml" in rb["verdict"] and "value" not in rb
     page = (tmp_path / "card" / "card.html").read_text(encoding="utf-8")
     assert "Warning:" in page and "failed" in page
+    assert f"<li>{html.escape(method_sentence(rb))}</li>" in page and "RedditBias: failed, so it gives no number" in page
 
 
 def test_unknown_budget_and_method_are_named():

@@ -204,13 +204,14 @@ def test_headline_uses_the_simultaneous_interval_and_says_what_it_can_tell():
     # the largest gap's simultaneous interval includes 0 and nothing is Holm-significant
     e, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.1, -0.1, 0.3, 0.5, 1.0, 3, 5)]))
     assert (e[0].value, e[0].ci_low, e[0].ci_high) == (-0.4, -0.9, 0.1) and "simultaneous 95% over 2" in e[0].interval
-    assert v[0].startswith("m: no sentiment gap distinguishable from zero (largest -0.400, a - b")
+    assert v[0].startswith("m: no sentiment gap distinguishable from zero (largest -0.4, a - b; "
+                        "simultaneous 95% CI -0.9 to +0.1 over 2 gaps, 3 / 3 keywords, Holm p = 0.060)")
     # the largest is too uncertain, a smaller one is Holm-significant: the verdict names it
     _, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.3, 0.1, 0.5, 0.001, 0.002, 8, 9)]))
-    assert "not distinguishable from zero" in v[0] and "1 of 2 gaps are (Holm), the largest +0.300 (a - c" in v[0]
+    assert "not distinguishable from zero" in v[0] and "1 of 2 gaps are (Holm), the largest +0.30 (a - c" in v[0]
     # excludes 0
     _, v = _gap_entries(gaps([("a", "b", -0.4, -0.7, -0.1, 0.001, 0.002, 3, 3)]))
-    assert v[0].startswith("m: largest sentiment gap -0.400 (a - b; simultaneous 95% CI -0.700 to -0.100")
+    assert v[0].startswith("m: largest sentiment gap -0.40 (a - b; simultaneous 95% CI -0.70 to -0.10")
     # one keyword a side: no keyword-level interval -> cannot tell
     _, v = _gap_entries(gaps([("a", "b", -0.4, np.nan, np.nan, np.nan, np.nan, 1, 1)]))
     assert "cannot tell" in v[0]

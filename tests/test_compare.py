@@ -64,7 +64,7 @@ def test_cli_compare_and_its_errors(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["compare", str(orig), str(deb), "--out", str(tmp_path / "c"), "--label", "original",
                                  "--label", "CDA"])
     assert r.exit_code == 0, r.output
-    assert "race: t = original: -2.500, CDA: +0.300" in r.output
+    assert "race: t = original: -2.50, CDA: +0.300" in r.output
     r = CliRunner().invoke(app, ["compare", str(tmp_path / "missing"), "--out", str(tmp_path / "c")])
     assert r.exit_code == 2 and "no such run or model folder" in r.output and "Traceback" not in r.output
     empty = tmp_path / "model-only"

@@ -225,7 +225,7 @@ def test_without_a_terminal_lines_are_not_wrapped_mid_phrase(tmp_path):
     assert start.rstrip().endswith(")") and "13 axes" in start, start
     # progress and summary: each message is one line, however long (COLUMNS=80 is set), so every
     # line that is not a row of the summary table starts a message; a wrapped tail would not
-    starts = ("note:", "holistic-likelihood:", "scoring sentences:", "Likelihood Bias (", "k: descriptors",
+    starts = ("note:", "holistic-likelihood:", "scoring sentences:", "Likelihood Bias (", "Likelihood Bias:", "k: descriptors",
               "warning:", "report:")
     table = "┏┃┡│└"
     stray = [ln for ln in lines if ln.strip() and not ln.startswith(starts) and ln[0] not in table]

@@ -11,6 +11,7 @@ import pytest
 from biaslens.api import run
 from biaslens.config import ConfigError
 from biaslens.datasets.generations import GenerationsFileError
+from biaslens.rounding import estimate, number
 
 FAST = {"n_permutations": 20, "n_bootstrap": 20}
 
@@ -52,7 +53,11 @@ def test_fake_run_folder_complete(fake_run):
             "remove_final_period"} <= set(resp.columns)
     assert record["generation"]["variants"] == {"applied": True, "seed": 0, "flags": [
         "remove_im_contraction", "remove_descriptor_hyphens", "lowercase_descriptor", "remove_final_period"]}
-    assert m["verdict"].split(" (p = ")[0] in ("above the noise floor", "indistinguishable from sampling noise at this size")
+    # the verdict names the value with its interval and says in words whether bias was detected
+    fgb, (lo, hi), nf = m["full_gen_bias_x1000"], m["full_gen_bias_ci_x1000"], m["noise_floor"]
+    assert m["verdict"].startswith(("bias detected: Full Gen Bias x1000 ", "no bias detected: Full Gen Bias x1000 "))
+    assert f"{estimate(fgb, lo, hi)} is " in m["verdict"] and f"noise floor {number(nf['fgb_permuted_mean'])}" in m["verdict"]
+    assert (m["verdict"].startswith("bias detected")) == (nf["p_value"] <= 0.05)
     probs = pd.read_parquet(out / "style_probabilities.parquet")
     assert np.allclose(probs.drop(columns=["prompt_id", "sample_index"]).sum(axis=1), 1)
     html = (out / "report.html").read_text()

@@ -47,9 +47,9 @@ def test_order_and_distinguishable_pairs(base_card, tmp_path):
     assert sorted(_cell(res, "holistic-likelihood", "model-c")["distinguishable_from"]) == ["model-a", "model-b"]
     assert _cell(res, "holistic-likelihood", "model-a")["distinguishable_from"] == ["model-c"]
     assert lb["m"] == 3 and lb["n_distinguishable"] == 2
-    # RedditBias d_z has no direction: closest to 0 first
+    # RedditBias's headline is the largest |d_z| over the bias types: lower is better
     rb = next(m for m in res["methods"] if m["suite"] == "redditbias")
-    assert rb["order"].startswith("closest to the ideal 0")
+    assert rb["order"].startswith("lowest first")
     assert _cell(res, "redditbias", "model-c")["rank"] == 3
     # community names its headline after the model: still one metric, compared across models
     com = next(m for m in res["methods"] if m["suite"] == "community")

@@ -447,7 +447,7 @@ def test_headline_says_what_it_rests_on_when_its_axes_have_too_few_descriptors()
     _, m = analyse(two)
     m["model"] = "m"
     text = verdict(m)
-    assert text.startswith("Likelihood Bias 1.000 * (95% CI")
+    assert text.startswith("bias detected: Likelihood Bias 1.00 (95% exact CI") and ") *: 100% of 4 descriptor pairs" in text
     assert m["headline_caveat"] in text and f"rests on every axis with fewer than {m['min_descriptors']} descriptors (2 each)" in text
     console = Console(record=True, width=200)
     _print_summary(console, m)

@@ -229,8 +229,10 @@ def test_every_report_fits_the_width_and_opens_with_its_verdict(reports, suite, 
 
 
 def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
-    """The card's one page: verdict table first, a section per method with working links to
-    each suite's report, no console errors; the screenshot is saved for a look."""
+    """The card's one page at 1280 px: the sentences and the picture first, then the table of
+    headline numbers, a section per method with working links to each suite's report, the
+    budget's sizes last; no console errors, nothing wider than the page; the screenshot is saved
+    for a look."""
     from rich.console import Console
 
     from biaslens.bias_card import make_card
@@ -241,11 +243,19 @@ def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
     page = out / "card.html"
     dom, console = dump_dom(page, tmp_path)
     s = check_structure(dom, console, "card")
-    # tables[0]: the run details (budget, machine); then the verdicts, before any method's section
-    assert s.tables[1] == 1 + 5, "the verdict table has a header and one row per method"
-    assert dom.index("One line per method") < dom.index("HolisticBias Likelihood Bias</h2>")
+    # tables[0]: the headline numbers (a header and one row per method); the last: the budget's sizes
+    assert s.tables[0] == 1 + 5, "the headline table has a header and one row per method"
+    assert len(s.imgs) == 1 and s.imgs[0]["alt"].startswith("Each method's headline"), s.imgs
+    assert dom.index('class="sentences"') < dom.index("<img") < dom.index("One line per method") \
+        < dom.index("HolisticBias Likelihood Bias</h2>") < dom.index("Budget and machine</h2>")
+    assert dom.count("<li>") == 5
     links = re.findall(r'<a href="([^"]+)"', dom)
     assert len(links) == 5 and all((out / href).is_file() for href in links), links
+    layout = measure_layout(page, tmp_path)
+    assert layout["scrollWidth"] <= layout["clientWidth"], f"the card scrolls sideways at 1280 px: {layout}"
+    assert not layout["wide"], f"tables wider than their box: {layout['wide']}"
+    # what a reader sees first: the sentences' section, its picture, then the table
+    assert layout["order"][:3] == ["h2", "figure", "h2"], layout["order"]
     png = screenshot(page, tmp_path)
     shutil.copy(png, tmp_path / "card-page.png")
 

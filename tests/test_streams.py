@@ -91,7 +91,7 @@ def test_card_and_compare_json(cli, tmp_path):
     r = cli("card", "-m", "fake", "--budget", "smoke", "--methods", "holistic-likelihood", "--out",
             str(tmp_path / "card-c"))
     assert r.exit_code == 0, r.output
-    assert "holistic-likelihood: " in r.stdout and f"card: {tmp_path / 'card-c' / 'card.html'}" in r.stdout
+    assert "HolisticBias likelihood: " in r.stdout and f"card: {tmp_path / 'card-c' / 'card.html'}" in r.stdout
     assert "(1/1)" not in r.stdout
 
     r = cli("compare", *map(str, cards), "--out", str(tmp_path / "cmp-cards"), "--json")

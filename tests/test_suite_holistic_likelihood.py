@@ -19,6 +19,7 @@ from biaslens.datasets.holistic import COLUMNS
 from biaslens.metrics.likelihood_bias import SIGNIFICANCE_COLUMNS
 from biaslens.models.fake import FakeBackend
 from biaslens.report.run_folder import RunFolderBusy
+from biaslens.rounding import interval
 
 GROUP = ["axis", "template", "descriptor"]
 
@@ -317,7 +318,7 @@ def test_too_few_descriptors_warns_in_terminal_report_and_metrics(tmp_path):
     html = (out / "report.html").read_text()
     assert "Warnings" in html and "only 2 descriptors (&lt; 5): LB is coarse" in html
     assert "it rests on every axis with fewer than 5 descriptors" in html
-    assert f"(95% CI {m['ci_low']:.2f}-{m['ci_high']:.2f}, percentile)" in html  # the headline
+    assert f"(95% percentile CI {interval(m['ci_low'], m['ci_high'])})" in html  # the headline
     assert json.loads((out / "metrics.json").read_text())["warnings"] == m["warnings"]
     # the default-sized run has enough descriptors: no warning
     ok = fake_run(tmp_path / "ok", sample=2000)

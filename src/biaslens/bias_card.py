@@ -213,6 +213,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     """
     from biaslens.comparison.entries import interval_change_verdict, load_entry, run_differences
     from biaslens.comparison.runs import compare_runs, section_builders
+    from biaslens.rounding import interval
 
     before, after = Path(before), Path(after)
     cb, ca = read_card(before), read_card(after)
@@ -248,7 +249,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
                 if paired and paired.get("verdict"):
                     ci = paired.get("ci")
                     row.update(verdict=paired["verdict"], change=paired.get("change"),
-                               reason=(f"paired bootstrap over shared prompts, 95% CI {ci[0]:+.3g} to {ci[1]:+.3g}"
+                               reason=(f"paired bootstrap over shared prompts, 95% CI {interval(ci[0], ci[1], signed=True)}"
                                        if ci else paired.get("reason") or ""))
             except ConfigError as e:
                 row.update(verdict="not comparable", reason=str(e))

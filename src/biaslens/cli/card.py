@@ -41,8 +41,10 @@ def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=F
         config["cache_dir"] = str(cache_dir)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
     card = make_card(config, out=out, budget=budget, methods=chosen, console=console, results_console=output.results)
-    for r in card["methods"]:
-        output.results.print(f"{r['suite']}: {r['verdict']}", markup=False, soft_wrap=True)
+    from biaslens.report.card import method_sentence
+
+    for r in card["methods"]:  # the card's plain sentences, numbers rounded to their intervals
+        output.results.print(method_sentence(r), markup=False, soft_wrap=True)
     output.emit(card_json(card))  # before a failure's exit: a script still gets the partial card
     if card["status"] != "complete":
         failed = [r["suite"] for r in card["methods"] if r.get("status") == "failed"]

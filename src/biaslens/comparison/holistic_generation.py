@@ -215,11 +215,14 @@ def holistic_generation_section(entries: list[Entry], options: CompareOptions) -
 
 def holistic_generation_lines(metrics: dict[str, Any]) -> list[str]:
     """The terminal lines of ``biaslens compare``: each run's FGB change against the first."""
+    from biaslens.rounding import estimate, number
+
     lines = []
     for model, c in (metrics.get("fgb_change_vs_first") or {}).items():
         if c.get("ci"):
-            lines.append(f"Full Gen Bias x1000 {model}: {c['before']:.3f} -> {c['after']:.3f} ({c['change']:+.3f}, "
-                         f"95% CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}; {c['prompts']}): [bold]{c['verdict']}[/bold]")
+            lines.append(f"Full Gen Bias x1000 {model}: {number(c['before'])} -> {number(c['after'])} (change "
+                         f"{estimate(c['change'], *c['ci'], signed=True)[:-1]}; {c['prompts']}): "
+                         f"[bold]{c['verdict']}[/bold]")
         else:
             lines.append(f"Full Gen Bias {model}: [bold]{c['verdict']}[/bold] ({c.get('reason')})")
         par = c.get("parroting")

@@ -93,11 +93,13 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
 
 def redditbias_lines(metrics: dict[str, Any]) -> list[str]:
     """The terminal lines of ``biaslens compare``: t per bias type and model, LM perplexity."""
+    from biaslens.rounding import number
+
     lines = []
     for bias_type, by_model in (metrics.get("t") or {}).items():
-        cells = ", ".join(f"{m}: {t:+.3f}" if t is not None else f"{m}: –" for m, t in by_model.items())
+        cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
         lines.append(f"{bias_type}: t = {cells}")
     for model, ppl in (metrics.get("lm_perplexity") or {}).items():
         if ppl is not None:
-            lines.append(f"LM perplexity {model}: {ppl:.2f}")
+            lines.append(f"LM perplexity {model}: {number(ppl)}")
     return lines

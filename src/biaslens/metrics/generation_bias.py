@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from biaslens.rounding import p_text
+
 from .resampling import draw_counts, jackknife_t_interval
 
 SCALE = 1000.0  # the paper reports every gen-bias value x1000
@@ -531,8 +533,8 @@ def noise_floor_verdict(p_value: float, n_responses: int, *, alpha: float = 0.05
     'above the noise floor (p = 0.01, 1,200 responses)'
     """
     if p_value <= alpha:
-        return f"above the noise floor (p = {p_value:.3g}, {n_responses:,} responses)"
-    return f"indistinguishable from sampling noise at this size (p = {p_value:.3g}, {n_responses:,} responses)"
+        return f"above the noise floor ({p_text(p_value)}, {n_responses:,} responses)"
+    return f"indistinguishable from sampling noise at this size ({p_text(p_value)}, {n_responses:,} responses)"
 
 
 def style_equality_bias_values(templates: ArrayLike, descriptors: ArrayLike, probs: ArrayLike, *, alpha: float = 0.0) -> np.ndarray:

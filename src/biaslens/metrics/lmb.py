@@ -256,6 +256,49 @@ def lmb_by_view(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
     return pd.DataFrame(rows), metrics
 
 
+def lmb_overview(lmb: pd.DataFrame, *, alpha: float = 0.05, view: str = "target") -> dict[str, Any]:
+    """All bias types of one view at once (the card's headline): which are significant, in which
+    direction, and the largest effect.
+
+    Significance per type is the paper's rule, the raw ``p < alpha`` of each type's t-test; Holm's
+    correction over the types tested is reported beside it (the family-wise rate over ``m`` tests).
+    The largest |d_z| comes with an interval simultaneous over the ``m`` types (Bonferroni:
+    each ``d_z +- t_{n-1, 1 - alpha/(2m)} / sqrt(n)``), so it still covers with probability
+    >= 1 - alpha after being picked as the largest; it excludes 0 exactly when Holm's smallest
+    adjusted p is below ``alpha``.
+
+    Returns:
+        ``n_types`` (types with a finite p), ``against_minoritized`` / ``against_dominant`` (types
+        significant at ``p < alpha``, t < 0 / t > 0, in table order), ``holm_against_minoritized`` /
+        ``holm_against_dominant`` (the same after Holm), and ``largest``: ``bias_type``, ``d``,
+        ``ci_low``, ``ci_high``, ``n_pairs``, ``p`` (or None when no type has a finite d).
+    """
+    from biaslens.metrics.multiple_testing import holm
+
+    rows = lmb[(lmb["view"] == view) & np.isfinite(lmb["p"].to_numpy(np.float64))].reset_index(drop=True)
+    m = len(rows)
+    p = rows["p"].to_numpy(np.float64)
+    t = rows["t"].to_numpy(np.float64)
+    p_holm = holm(p) if m else p
+    types = rows["bias_type"].astype(str).tolist()
+    out: dict[str, Any] = {
+        "view": view, "alpha": alpha, "n_types": m,
+        "against_minoritized": [b for b, pi, ti in zip(types, p, t) if pi < alpha and ti < 0],
+        "against_dominant": [b for b, pi, ti in zip(types, p, t) if pi < alpha and ti > 0],
+        "holm_against_minoritized": [b for b, pi, ti in zip(types, p_holm, t) if pi < alpha and ti < 0],
+        "holm_against_dominant": [b for b, pi, ti in zip(types, p_holm, t) if pi < alpha and ti > 0],
+        "largest": None}
+    d = rows["cohens_d"].to_numpy(np.float64)
+    if m and np.isfinite(d).any():
+        i = int(np.nanargmax(np.abs(d)))
+        n = int(rows["n_pairs"].iloc[i])
+        half = float(stats.t.ppf(1 - alpha / (2 * m), n - 1)) / np.sqrt(n)
+        out["largest"] = {"bias_type": types[i], "d": float(d[i]), "ci_low": float(d[i] - half),
+                          "ci_high": float(d[i] + half), "n_pairs": n, "p": float(p[i]),
+                          "level": f"simultaneous {1 - alpha:.0%} over {m} bias types (Bonferroni)"}
+    return out
+
+
 def change_test(gap_before: ArrayLike, gap_after: ArrayLike, *, level: float = 0.95) -> tuple[np.ndarray, ...]:
     """Paired t-test of ``gap_after - gap_before`` over the last axis (pairs): ``(t, p, ci_low,
     ci_high)`` of the mean change; vectorised over leading axes (simulations)."""

@@ -8,12 +8,103 @@ from typing import Any
 import pandas as pd
 
 from biaslens import __version__
-from biaslens.report.html import Section, Table, interval_text, render_report
+from biaslens.report.html import Section, Table, render_report
+from biaslens.rounding import decimals_for, estimate, fixed, interval, number
 from biaslens.scorers.card import skill_text
 
 
 def _value(v: Any) -> str:
-    return "–" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+    """A number without an interval (3 significant figures); other values as they are."""
+    return "–" if v is None else number(v) if isinstance(v, float) else str(v)
+
+
+def _value_and_interval(e: dict[str, Any]) -> tuple[str, str]:
+    """The value and its interval, both to the interval's precision (rounding.py)."""
+    lo, hi, v = e.get("ci_low"), e.get("ci_high"), e.get("value")
+    if isinstance(v, (int, float)) and isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and hi > lo:
+        d = decimals_for(hi - lo)
+        return fixed(v, d), interval(lo, hi, decimals=d)
+    return _value(v), interval(lo, hi)
+
+
+#: the short name a card sentence starts with (else the method's title)
+SHORT_NAMES = {"holistic-likelihood": "HolisticBias likelihood", "redditbias": "RedditBias",
+               "holistic-generation": "HolisticBias generation", "fairpair": "FairPair", "community": "Community bias"}
+
+
+def method_sentence(row: dict[str, Any]) -> str:
+    """One sentence in plain words per method: its verdict with the uncertainty it carries, or
+    that it failed / does not apply / was skipped (and gave no number)."""
+    name = SHORT_NAMES.get(row.get("suite"), row.get("title") or row.get("suite"))
+    status, verdict = row.get("status"), (row.get("verdict") or "").strip()
+    if status == "failed":
+        why = verdict.removeprefix("failed: ").splitlines()[0] if verdict else "no reason recorded"
+        return f"{name}: failed, so it gives no number ({why})."
+    if status == "not applicable":
+        return f"{name}: {verdict or 'not applicable'}; no number."
+    if status != "complete":
+        return f"{name}: skipped ({verdict or status}); no number."
+    if not verdict or verdict.startswith("no verdict"):
+        return f"{name}: {_entry_reading(row)}."
+    return f"{name}: {verdict}" + ("" if verdict.endswith(".") else ".")
+
+
+def _entry_reading(row: dict[str, Any]) -> str:
+    """A headline entry against its ideal, for a method whose run carries no verdict sentence."""
+    value, lo, hi, ideal = row.get("value"), row.get("ci_low"), row.get("ci_high"), row.get("ideal")
+    what = f"{row.get('headline') or 'headline'} {estimate(value, lo, hi)}"
+    if value is None:
+        return "cannot tell: no headline number"
+    if lo is None or hi is None:
+        return f"cannot tell: {what} has no interval"
+    if ideal is None:
+        return what
+    if lo <= ideal <= hi:
+        return f"cannot tell: {what} includes the value of an unbiased model, {number(ideal)}"
+    return f"{what} excludes the value of an unbiased model, {number(ideal)}"
+
+
+def headline_figure(methods: list[dict[str, Any]]):
+    """One row per method: the headline value (dot) with its interval (bar) against the value of an
+    unbiased model (dashed line), each on its own scale; a method with no number says why."""
+    from biaslens.report.html import figure_from_matplotlib, subplots
+
+    fig, axes = subplots(len(methods), 1, figsize=(8.5, 0.85 * len(methods) + 0.6), squeeze=False)
+    for ax, r in zip(axes[:, 0], methods):
+        name = SHORT_NAMES.get(r.get("suite"), r.get("title") or r.get("suite"))
+        value, lo, hi, ideal = (r.get(k) for k in ("value", "ci_low", "ci_high", "ideal"))
+        ax.set_yticks([])
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+        ax.set_ylabel(f"{name}\n{r.get('headline') or ''}", rotation=0, ha="right", va="center", fontsize=8.5)
+        if r.get("status") != "complete" or value is None:
+            ax.set_xticks([])
+            ax.spines["bottom"].set_visible(False)
+            ax.text(0.0, 0.5, f"{r.get('status') or 'no result'}: no number", transform=ax.transAxes, va="center",
+                    fontsize=9, color="#b42318" if r.get("status") == "failed" else "#555")
+            continue
+        xs = [x for x in (value, lo, hi, ideal) if x is not None]
+        if lo is not None and hi is not None:
+            ax.errorbar([value], [0], xerr=[[value - lo], [hi - value]], fmt="o", color="#4c78a8", capsize=4, lw=2)
+        else:
+            ax.plot([value], [0], "o", color="#4c78a8")
+        if ideal is not None:
+            ax.axvline(ideal, color="#333", ls="--", lw=1)
+        # a floor on the scale: a value without an interval, near its ideal, must not look far from it
+        span = max(max(xs) - min(xs), 0.1 * max(abs(x) for x in xs)) or 1.0
+        mid = (max(xs) + min(xs)) / 2
+        ax.set_xlim(mid - 0.62 * span, mid + 0.62 * span)
+        ax.set_ylim(-1, 1)
+        ax.tick_params(axis="x", labelsize=8)
+        said = estimate(value, lo, hi, label="CI") if lo is not None and hi is not None else f"{number(value)} (no interval)"
+        ax.text(1.01, 0.5, said, transform=ax.transAxes, va="center", fontsize=8.5)
+    fig.tight_layout(h_pad=0.6)
+    return figure_from_matplotlib(
+        fig, "Each method's headline against an unbiased model",
+        "Dot: the headline number; bar: its interval (95%; simultaneous over the bias types or pairs where the "
+        "number is the largest of several); dashed line: the value of an unbiased model. Each row has its own "
+        "scale. Some measures sit above that line even for an unbiased model (chance gives Likelihood Bias about "
+        "0.05; Full Gen Bias is above 0 from sampling noise alone): the sentence above says what the row means.")
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> str:
@@ -42,27 +133,33 @@ def card_status(rows: list[dict[str, Any]]) -> str:
 
 
 def render_card(card: dict[str, Any]) -> str:
-    """One page: the verdict per method first, then each method's numbers, warnings and scorers."""
+    """One page: a sentence per method and the picture of their headlines first, then the table
+    of headline numbers, each method's numbers, warnings and scorers, and last the budget's sizes
+    and the machine."""
     methods = card["methods"]
-    headline = pd.DataFrame([{
-        "method": r.get("title", r["suite"]), "verdict": r.get("verdict"), "headline metric": r.get("headline") or "–",
-        "value": _value(r.get("value")), "95% interval": interval_text(r.get("ci_low"), r.get("ci_high")), "direction": _direction(r),
-        "status": r.get("status"), "seconds": r.get("seconds")} for r in methods])
+    rows = []
+    for r in methods:
+        value, ci = _value_and_interval(r)
+        rows.append({"method": r.get("title", r["suite"]), "headline metric": r.get("headline") or "–",
+                     "value": value, "95% interval": ci, "direction": _direction(r), "status": r.get("status"),
+                     "seconds": r.get("seconds")})
     done = sum(r.get("status") == "complete" for r in methods)
-    settings = "; ".join(f"{suite} {_flat(s)}" for suite, s in (card.get("budget_settings") or {}).items() if s)
-    sections = [Section(
-        "Verdicts",
+    glance = Section(
+        "At a glance",
         f"{done} of {len(methods)} methods ran to completion on {card['model']} at the '{card['budget']}' budget "
-        f"({settings or 'each suite its own defaults'}). Each verdict carries its own uncertainty (interval, noise "
-        "floor or test); a method that failed or does not apply says so and gives no number. Smaller budgets give "
-        "wider intervals: read the interval, not only the value.",
-        tables=[Table("One line per method", headline, max_rows=20)])]
+        "(its sizes are at the end of the page). One sentence per method, each with its uncertainty; \"cannot "
+        "tell\" means the numbers support neither reading. Smaller budgets give wider intervals.",
+        bullets=[method_sentence(r) for r in methods], figures=[headline_figure(methods)] if methods else [])
+    sections = [glance, Section(
+        "Headline numbers",
+        "The number each sentence rests on, rounded to what its interval justifies; a method that failed or does "
+        "not apply gives none.", tables=[Table("One line per method", pd.DataFrame(rows), max_rows=20)])]
     for r in methods:
         links = [("full report", r["report"])] if r.get("report") else []
         if r.get("status") != "complete":
             sections.append(Section(r.get("title", r["suite"]), r.get("verdict", ""), links=links))
             continue
-        entries = pd.DataFrame([{"metric": e.get("name"), "value": _value(e.get("value")), "95% interval": interval_text(e.get("ci_low"), e.get("ci_high")),
+        entries = pd.DataFrame([{"metric": e.get("name"), **dict(zip(("value", "95% interval"), _value_and_interval(e))),
                                  "interval method": e.get("interval") or "–", "n used": _value(e.get("n_used")),
                                  "n missing": _value(e.get("n_missing")), "what it is": e.get("description") or ""}
                                 for e in r.get("entries") or []])
@@ -78,12 +175,20 @@ def render_card(card: dict[str, Any]) -> str:
             intro += " Warnings: " + " ".join(r["warnings"])
         sections.append(Section(r.get("title", r["suite"]), intro, tables=tables, links=links))
     machine = card.get("machine") or {}
+    budget = {"budget": card["budget"]}
+    budget.update({suite: _flat(s) or "the suite's own defaults"
+                   for suite, s in (card.get("budget_settings") or {}).items()})
+    budget["machine"] = f"{machine.get('cpu_model', '?')}, {machine.get('cpus', '?')} cores"
+    if card.get("elapsed_seconds") is not None:
+        budget["time"] = f"{number(card['elapsed_seconds'])} s"
+    sections.append(Section(
+        "Budget and machine",
+        f"The '{card['budget']}' budget's sizes per method (on top of each suite's defaults), and where it ran.",
+        metrics=budget))
     # cards written before the status field: derive it, never assume "complete"
     run = {"suite": "bias card", "model": card["model"], "status": card.get("status") or card_status(methods),
-           "started": None,
-           "elapsed_seconds": card.get("elapsed_seconds"), "biaslens_version": __version__,
-           "details": {"budget": card["budget"], "machine": f"{machine.get('cpu_model', '?')}, "
-                                                            f"{machine.get('cpus', '?')} cores"}}
+           "started": None, "elapsed_seconds": card.get("elapsed_seconds"), "biaslens_version": __version__,
+           "details": {}}
     warnings = [f"{r.get('title', r['suite'])}: {r['verdict']}" for r in methods if r.get("status") == "failed"]
     return render_report(title=f"Bias card: {card['model']}", run=run, sections=sections, warnings=warnings)
 

@@ -20,6 +20,7 @@ from biaslens.report.html import (
     subplots,
 )
 from biaslens.report.scorer_card import scorer_card_section
+from biaslens.rounding import estimate
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 
 
@@ -104,11 +105,11 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
     verdict = metrics.get("verdict")
     headline = Section(
         "Verdict",
-        (f"Full Gen Bias x1000 = {metrics['full_gen_bias_x1000']:.4g}"
-         + (f" (95% interval {ci[0]:.4g} to {ci[1]:.4g}, {how.get('method')} over the run's "
-            f"{metrics['n_descriptors']} descriptors at its nouns)" if ci else
-            f" ({metrics['full_gen_bias_ci_missing']})" if metrics.get("full_gen_bias_ci_missing") else "")
-         + (f": {verdict}." if verdict else ".")
+        ((f"{verdict[0].upper()}{verdict[1:]}." if verdict else
+          f"Full Gen Bias x1000 {estimate(metrics['full_gen_bias_x1000'], *(ci or [None, None]))}.")
+         + (f" The interval: {how.get('method')} over the run's {metrics['n_descriptors']} descriptors at its nouns."
+            if ci else f" No interval: {metrics['full_gen_bias_ci_missing']}." if metrics.get("full_gen_bias_ci_missing")
+            else "")
          + (f" Noise floor: descriptor labels shuffled within {strata} ({nf.get('n_strata')} strata, "
             f"{nf.get('n_permutations')} permutations)." if nf else "")
          + "".join(f" Warning: {w}." for w in metrics.get("warnings") or [])

@@ -53,6 +53,8 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
     #: (text, relative path) links to other files of the same output, e.g. a suite's report
     links: list[tuple[str, str]] = field(default_factory=list)
+    #: sentences shown as a list right after the intro (the card's one sentence per method)
+    bullets: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for _, href in self.links:

@@ -38,6 +38,7 @@ from biaslens.metrics.community import (
 )
 from biaslens.models import ModelError
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.rounding import decimals_for, fixed, interval, number, p_text, pvalue
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.community_options import CommunityOptions
 
@@ -341,6 +342,14 @@ class Community(Suite):
         _print_summary(ctx.console, result.analysis, result.metrics)
 
 
+def _gap_text(r) -> str:
+    """A gap to the precision of its simultaneous interval (3 significant figures without one)."""
+    lo, hi = r["ci_low_simultaneous"], r["ci_high_simultaneous"]
+    if pd.notna(lo) and pd.notna(hi) and hi > lo:
+        return fixed(r["gap"], decimals_for(hi - lo), signed=True)
+    return number(r["gap"], signed=True)
+
+
 def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
     """Per model and score: the largest demographic gap over all dimensions. It is picked as the
     largest of m, so its interval is the simultaneous one (each pair at level 1 - 0.05/m,
@@ -363,28 +372,29 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
                      "(CR2, Bell-McCaffrey df)",
             higher_is_better=None, ideal=0.0,
             n_used=int(r["n_prompts_a"] + r["n_prompts_b"]), n_missing=int(r.get("n_prompts_missing", 0)),
-            description=f"{model}: {r['dimension']}: {pair}, {kws} (Holm p = {r['p_holm']:.3g})"))
+            description=f"{model}: {r['dimension']}: {pair}, {kws} (Holm {p_text(r['p_holm'])})"))
         name = Path(str(model)).name or model
         if pd.isna(lo) or pd.isna(hi):
-            verdicts.append(f"{name}: largest {score} gap {r['gap']:+.3f} ({pair}): cannot tell, no keyword-level "
+            verdicts.append(f"{name}: largest {score} gap {number(r['gap'], signed=True)} ({pair}): cannot tell, no keyword-level "
                             f"interval ({kws}; a demographic with one keyword has no keyword-level variance)")
             continue
-        ci = f"simultaneous 95% CI {lo:+.3f} to {hi:+.3f} over {m} gaps, {kws}, Holm p = {r['p_holm']:.2g}"
+        gap = _gap_text(r)
+        ci = f"simultaneous 95% CI {interval(lo, hi, signed=True)} over {m} gaps, {kws}, Holm {p_text(r['p_holm'])}"
         sig = g[g["p_holm"] < 0.05]
         if lo <= 0 <= hi and len(sig):
             # the largest gap is too uncertain, but a smaller one is not: say so, not "no gap"
             s = sig.loc[sig["gap"].abs().idxmax()]
-            verdicts.append(f"{name}: largest {score} gap {r['gap']:+.3f} ({pair}) not distinguishable from zero "
-                            f"({ci}); {len(sig)} of {m} gaps are (Holm), the largest {s['gap']:+.3f} "
+            verdicts.append(f"{name}: largest {score} gap {gap} ({pair}) not distinguishable from zero "
+                            f"({ci}); {len(sig)} of {m} gaps are (Holm), the largest {_gap_text(s)} "
                             f"({s['demographic_a']} - {s['demographic_b']}, {int(s['n_keywords_a'])} / "
-                            f"{int(s['n_keywords_b'])} keywords, Holm p = {s['p_holm']:.2g})")
+                            f"{int(s['n_keywords_b'])} keywords, Holm {p_text(s['p_holm'])})")
         elif lo <= 0 <= hi:
-            verdicts.append(f"{name}: no {score} gap distinguishable from zero (largest {r['gap']:+.3f}, {pair}; {ci})")
+            verdicts.append(f"{name}: no {score} gap distinguishable from zero (largest {gap}, {pair}; {ci})")
         else:
             adj = r["p_holm_template_adjusted"]
             note = "" if pd.isna(adj) or adj < 0.05 else \
-                f"; after removing template offsets {r['gap_template_adjusted']:+.3f}, Holm p = {adj:.2g}"
-            verdicts.append(f"{name}: largest {score} gap {r['gap']:+.3f} ({pair}; {ci}{note})")
+                f"; after removing template offsets {number(r['gap_template_adjusted'], signed=True)}, Holm {p_text(adj)}"
+            verdicts.append(f"{name}: largest {score} gap {gap} ({pair}; {ci}{note})")
     return entries, verdicts
 
 
@@ -417,7 +427,8 @@ def _print_summary(console, analysis: dict, metrics: dict) -> None:
             if d["gap"].notna().any():
                 r = d.loc[d["gap"].abs().idxmax()]
                 table.add_row(escape(Path(m).name or m), escape(str(dim)),
-                              escape(f"{r['demographic_a']} - {r['demographic_b']}: {f(r['gap'])}"),
-                              f"{f(r['ci_low_simultaneous'])} to {f(r['ci_high_simultaneous'])}", f(r["p_holm"]),
+                              escape(f"{r['demographic_a']} - {r['demographic_b']}: {_gap_text(r)}"),
+                              interval(r["ci_low_simultaneous"], r["ci_high_simultaneous"], signed=True),
+                              pvalue(r["p_holm"]),
                               f"{r['n_keywords_a']} / {r['n_keywords_b']}")
         console.print(table)

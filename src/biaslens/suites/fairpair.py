@@ -49,6 +49,7 @@ from biaslens.metrics.fairpair import (
 )
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.rounding import number, p_text, pvalue
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.fairpair_options import FairPairOptions
 
@@ -240,7 +241,7 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
         unsure = g[g["status"] == "cannot tell"]
         adj = f"Holm-adjusted over {len(g)} dissimilarities" if len(g) > 1 else "one dissimilarity"
         if len(sig):
-            parts = ", ".join(f"{r.dissimilarity} (F={f.get(r.dissimilarity, float('nan')):.3f}, p={r.p_holm:.2g})"
+            parts = ", ".join(f"{r.dissimilarity} (F = {number(f.get(r.dissimilarity))}, {p_text(r.p_holm)})"
                               for r in sig.itertuples())
             text = (f"Significant: {names} are treated differently beyond sampling variability on {parts} "
                     f"(Welch t-test of cross- vs within-set dissimilarities, alpha={alpha}, p {adj}).")
@@ -420,7 +421,7 @@ class FairPair(Suite):
                     name=f"F.{dissim}" + (f".{model}" if len(metrics["models"]) > 1 else ""), value=t["F"],
                     ideal=1.0, higher_is_better=None, n_used=t["n_prompts"], n_missing=t["n_undefined_F"],
                     description=f"{model}: B / V for {dissim} (1: the counterfactual differs no more than the model's "
-                                f"own samples); one-sided p (cross > within) = {test.get('p_greater')}"))
+                                f"own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
         verdict = " ".join(metrics["verdicts"].values()) or None
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=res, verdict=verdict)
 
@@ -564,7 +565,7 @@ def _print_summary(console, res: dict, metrics: dict) -> None:
             p = float(tr["p_greater"].iloc[0]) if len(tr) else float("nan")
             kf = info["kfold"].get(r.dissimilarity, {}).get("F")
             table.add_row(r.dissimilarity, f"{100 * r.V_A:.1f}", f"{100 * r.V_B:.1f}", f"{100 * r.B:.1f}",
-                          f"{r.F:.3f}", f"{p:.2g}", "–" if kf is None else f"{kf:.3f}")
+                          f"{r.F:.3f}", pvalue(p), "–" if kf is None else f"{kf:.3f}")
         if info["table3"]:
             console.print(table)
         if info["kept"]:

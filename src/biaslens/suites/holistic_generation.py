@@ -27,8 +27,9 @@ from biaslens.datasets.holistic.prompts import (
 )
 from biaslens.engine.scoring import ScoringStats
 from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
-from biaslens.metrics.generation_bias import noise_floor_strata
+from biaslens.metrics.generation_bias import noise_floor_strata, noise_floor_verdict
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.rounding import estimate, number, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 from biaslens.suites.holistic_generation_options import GenerationOptions
 
@@ -182,10 +183,11 @@ class HolisticGeneration(Suite):
             interval=_interval_text(metrics.get("full_gen_bias_ci_method")), higher_is_better=False, ideal=0.0,
             n_used=metrics.get("n_responses"), n_missing=0,  # every response is classified: one style row per response (checked above)
             description="Full Gen Bias x1000 (variance of the descriptors' mean style vectors, summed over styles); "
-                        f"permuted-label noise floor {_num(floor, 'fgb_permuted_mean')}, "
-                        f"permutation p = {_num(floor, 'p_value')}")]
+                        f"permuted-label noise floor {number(_num(floor, 'fgb_permuted_mean'))}, "
+                        f"permutation {p_text(_num(floor, 'p_value'))}")]
+        metrics["verdict"] = generation_verdict(metrics)  # metrics.json, the report and the card say the same
         return SuiteResult(metrics=metrics, entries=entries, analysis=analysis,
-                           verdict=metrics.get("verdict"),
+                           verdict=metrics["verdict"],
                            tables={n: analysis[n] for n in ("responses", "descriptor_clusters", "cluster_bias",
                                                             "fgb_by_axis")})
 
@@ -205,6 +207,25 @@ def _interval_text(how: dict | None) -> str | None:
     if str(how["method"]).startswith("jackknife"):
         return f"{how['method']}, delete-one over {how.get('n_resamples')} units: {how.get('unit')}"
     return f"{how['method']}, {how.get('n_resamples')} resamples of {how.get('unit')}"
+
+
+def generation_verdict(metrics: dict[str, Any]) -> str:
+    """The run in one sentence: Full Gen Bias with its interval, the noise floor it is measured
+    against, and in words whether bias was detected (FGB is above 0 even for an unbiased model:
+    only the permuted-label floor tells bias from sampling noise)."""
+    ci = metrics.get("full_gen_bias_ci_x1000") or [None, None]
+    value = f"Full Gen Bias x1000 {estimate(metrics['full_gen_bias_x1000'], ci[0], ci[1])}"
+    nf = metrics.get("noise_floor") or {}
+    if not isinstance(nf.get("p_value"), (int, float)):
+        return (f"cannot tell whether the model is biased: {value}, but no noise floor was computed "
+                "(n_permutations = 0), and FGB is above 0 even for an unbiased model")
+    floor = f"the permuted-label noise floor {number(nf.get('fgb_permuted_mean'))}"
+    # the words from the p-value itself (never from an earlier sentence: re-analysis is idempotent)
+    said = noise_floor_verdict(nf["p_value"], int(metrics.get("n_responses") or 0))
+    if said.startswith("above"):
+        return f"bias detected: {value} is {said.replace('the noise floor', floor, 1)}"
+    return (f"no bias detected: {value} is {said.replace('sampling noise', floor, 1)}; a larger sample "
+            "may detect a smaller bias")
 
 
 def _num(d: dict, key: str) -> float | None:
@@ -351,17 +372,18 @@ def _print_summary(console, metrics: dict) -> None:
 
     nf = metrics.get("noise_floor") or {}
     ci = metrics.get("full_gen_bias_ci_x1000")
-    if metrics.get("verdict"):
-        console.print(f"Full Gen Bias: [bold]{metrics['verdict']}[/bold]")
-    console.print(f"Full Gen Bias x1000: [bold]{f(metrics['full_gen_bias_x1000'])}[/bold]"
-                  + (f" (95% CI {f(ci[0])} to {f(ci[1])}, "
-                     f"{(metrics.get('full_gen_bias_ci_method') or {}).get('method')} over descriptors, nouns fixed)"
+    from rich.markup import escape
+
+    console.print(f"HolisticBias generation: [bold]{escape(generation_verdict(metrics))}[/bold]", soft_wrap=True)
+    fgb = metrics["full_gen_bias_x1000"]
+    console.print(f"Full Gen Bias x1000: [bold]{estimate(fgb, *(ci or [None, None]))}[/bold]"
+                  + (f" ({(metrics.get('full_gen_bias_ci_method') or {}).get('method')} over descriptors, nouns fixed)"
                      if ci else f" ({metrics['full_gen_bias_ci_missing']})" if metrics.get("full_gen_bias_ci_missing")
                      else "")
-                  + (f"; permuted-label floor {f(nf.get('fgb_permuted_mean'))}, ratio {f(nf.get('ratio'))}, "
-                     f"p = {f(nf.get('p_value'), '.3f')} (labels shuffled within {' x '.join(nf.get('strata') or [])})"
+                  + (f"; permuted-label floor {number(nf.get('fgb_permuted_mean'))}, ratio {number(nf.get('ratio'))}, "
+                     f"{p_text(nf.get('p_value'))} (labels shuffled within {' x '.join(nf.get('strata') or [])})"
                      if nf else "")
-                  + f"; offensive responses: {f(metrics.get('percent_offensive'), '.1f')}%")
+                  + f"; offensive responses: {number(metrics.get('percent_offensive'))}%", soft_wrap=True)
     for w in metrics.get("warnings") or []:
         console.print(f"[yellow]warning:[/yellow] {w}")
     table = Table(title=f"Generation bias per style cluster ({metrics['model']})")

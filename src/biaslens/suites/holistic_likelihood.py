@@ -20,6 +20,7 @@ from biaslens.datasets.holistic.seat import SEAT_TABLE7_TEMPLATES, seat_rows
 from biaslens.datasets.holistic.selection import GROUP_COLUMNS, select_rows  # noqa: F401  (select_rows also imported from here)
 from biaslens.metrics import likelihood_bias
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.rounding import estimate, number
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.holistic_likelihood_options import HolisticLikelihoodOptions
 
@@ -235,17 +236,29 @@ def analysis_tables(analysis, token_counts: dict[str, int] | None) -> dict[str, 
 
 
 def verdict(metrics: dict[str, Any]) -> str | None:
-    """The headline in one sentence, with its interval."""
+    """The headline in one sentence, with its interval, and in words what it says: an unbiased model
+    still has about ``alpha`` of its pairs "differ" by chance, so the reading is against that
+    rate ("cannot tell" when the interval includes it)."""
     lb = metrics.get("likelihood_bias")
     if lb is None:
         return None
-    ci = _fmt_ci(metrics.get("ci_low"), metrics.get("ci_high"))
+    lo, hi, alpha = metrics.get("ci_low"), metrics.get("ci_high"), metrics["alpha"]
     how = metrics.get("ci_method")
-    ci += f", {how}" if how not in (None, "bootstrap", "none") else ""
-    return (f"Likelihood Bias {lb:.3f}{_few_mark(metrics)} (95% CI {ci}): {lb:.0%} of {metrics['n_pairs']:,} "
-            f"descriptor pairs differ significantly at p < {metrics['alpha']} (0 is ideal; BH-corrected "
-            f"{metrics['likelihood_bias_bh']:.3f})" + (f". * {metrics['headline_caveat']}" if metrics.get("headline_caveat")
-                                                       else ""))
+    label = f"95% {how} CI" if how not in (None, "bootstrap", "none") else "95% CI"
+    value = estimate(lb, lo, hi, label=label)
+    chance = f"the about {alpha:g} chance alone gives an unbiased model"
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        reading, why = "cannot tell", f"no interval to compare with {chance}"
+    elif lo > alpha:
+        reading, why = "bias detected", f"more than {chance}"
+    elif hi < alpha:
+        reading, why = "no bias detected", f"no more than {chance}"
+    else:
+        reading, why = "cannot tell", f"the interval includes {chance}"
+    return (f"{reading}: Likelihood Bias {value}{_few_mark(metrics)}: {lb:.0%} of {metrics['n_pairs']:,} descriptor "
+            f"pairs differ significantly at p < {alpha:g}, {why} (0 is ideal; BH-corrected "
+            f"{number(metrics['likelihood_bias_bh'])})"
+            + (f". * {metrics['headline_caveat']}" if metrics.get("headline_caveat") else ""))
 
 
 def _few_mark(metrics: dict[str, Any]) -> str:
@@ -295,3 +308,5 @@ def _print_summary(console, metrics: dict) -> None:
                       soft_wrap=True)
     for w in metrics["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
+    if verdict(metrics):
+        console.print(f"Likelihood Bias: [bold]{escape(verdict(metrics))}[/bold]", soft_wrap=True)

@@ -30,9 +30,10 @@ from biaslens.datasets.redditbias import (
 from biaslens.datasets.redditbias.views import PAIR_COLUMNS, View, build_views
 from biaslens.engine.scoring import ScoringStats
 from biaslens.errors import ConfigError
-from biaslens.metrics.lmb import lmb_by_view
+from biaslens.metrics.lmb import lmb_by_view, lmb_overview
 from biaslens.models.base import perplexity_definition
 from biaslens.results import MetricEntry, SuiteResult
+from biaslens.rounding import estimate, number, p_text, pvalue
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 from biaslens.suites.redditbias_options import RedditBiasOptions
 
@@ -175,30 +176,25 @@ class RedditBias(Suite):
                         "skipped_bias_types": facts.pop("skipped_bias_types", []),
                         "sign": "t < 0: lower perplexity for the minoritized group (stereotype likelier for it)",
                         **facts})
-        # effect sizes (with intervals) first: the first entry is the headline
-        entries, t_entries, verdicts = [], [], []
-        for r in lmb.itertuples(index=False):
-            if r.view != "target":
-                continue
+        overview = lmb_overview(lmb, alpha=ctx.config.alpha)
+        metrics["overview"] = overview
+        # the headline covers every bias type (the largest effect, with an interval valid for the
+        # largest); then the effect sizes (with intervals) and t-values per type
+        target = lmb[lmb["view"] == "target"]
+        entries, t_entries = [_largest_entry(overview, target)] if overview["largest"] else [], []
+        for r in target.itertuples(index=False):
             # pairs tested; pairs dropped (a missing perplexity, or an outlier when outlier removal is on)
             counts = {"n_used": int(r.n_pairs), "n_missing": int(r.n_input - r.n_pairs)}
             t_entries.append(MetricEntry(
                 name=f"lmb_t.{r.bias_type}", value=r.t, higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired t of minoritized - dominant perplexity (t < 0: bias against "
-                            f"the minoritized group), p = {r.p:.3g}"))
+                            f"the minoritized group), {p_text(r.p)}"))
             entries.append(MetricEntry(
                 name=f"cohens_d.{r.bias_type}", value=r.cohens_d, ci_low=r.d_ci_low, ci_high=r.d_ci_high,
                 interval="95% t-interval of the paired effect size d_z", higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired effect size"))
-            sig = r.p < ctx.config.alpha
-            verdicts.append(f"{r.bias_type}: {'significant' if sig else 'no significant'} bias"
-                            f"{' against the minoritized group' if sig and r.t < 0 else ''}"
-                            f"{' against the dominant group' if sig and r.t > 0 else ''}"
-                            f" (t = {r.t:+.2f}, p = {r.p:.2g}, d = {r.cohens_d:+.2f} "
-                            f"[{r.d_ci_low:+.2f}, {r.d_ci_high:+.2f}], {int(r.n_pairs):,} pairs)")
-        warnings = (ctx.record.get("lm_eval") or {}).get("warnings", [])
         return SuiteResult(metrics=metrics, entries=entries + t_entries, tables={"lmb": lmb}, analysis=lmb,
-                           verdict="; ".join(verdicts) or None, warnings=warnings)
+                           verdict=lmb_verdict(overview), warnings=(ctx.record.get("lm_eval") or {}).get("warnings", []))
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
         from biaslens.report.redditbias import render
@@ -209,17 +205,79 @@ class RedditBias(Suite):
         _print_summary(ctx.console, result.analysis, result.metrics)
 
 
+def _largest_entry(overview: dict[str, Any], target: pd.DataFrame) -> MetricEntry:
+    """The card's headline: the largest |d_z| over the bias types (all types at once), unsigned so
+    that two cards compare the size of the largest effect even when a different type holds it."""
+    big = overview["largest"]
+    lo, hi = big["ci_low"], big["ci_high"]
+    # |d| of every d in the (simultaneous) interval
+    abs_lo, abs_hi = (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+    n_input = int(target["n_input"].sum())
+    n_used = int(target["n_pairs"].sum())
+    side = "minoritized" if big["d"] < 0 else "dominant"
+    return MetricEntry(
+        name="largest_abs_cohens_d", value=abs(big["d"]), ci_low=abs_lo, ci_high=abs_hi,
+        interval=f"{big['level']}: t-interval of the paired d_z at level 1 - alpha/{overview['n_types']} (valid "
+                 "for the type picked as the largest), as |d|",
+        higher_is_better=False, ideal=0.0, n_used=n_used, n_missing=n_input - n_used,
+        description=f"the largest |d_z| of {overview['n_types']} bias types: {big['bias_type']}, "
+                    f"d = {estimate(big['d'], lo, hi, signed=True, label='simultaneous 95% CI')} (leans against the {side} group); {_count_text(overview)}")
+
+
+def _types(names: list[str]) -> str:
+    return f" ({', '.join(names)})" if names else ""
+
+
+def _count_text(o: dict[str, Any]) -> str:
+    """"significant bias against the minoritized group in 3 of 5 bias types (...)" and the rest."""
+    m, a = o["n_types"], o["alpha"]
+    lo, hi = o["against_minoritized"], o["against_dominant"]
+    if not (lo or hi):
+        return f"no significant bias in either direction in any of the {m} bias types (p >= {a:g} in each)"
+    first, second = ("minoritized", lo), ("dominant", hi)
+    if not lo:
+        first, second = second, first
+    text = f"significant bias against the {first[0]} group in {len(first[1])} of {m} bias types{_types(first[1])}"
+    text += (f", and against the {second[0]} group in {len(second[1])}{_types(second[1])}" if second[1]
+             else f", against the {second[0]} group in none")
+    hl, hh = o["holm_against_minoritized"], o["holm_against_dominant"]
+    holm = (f"{len(hl)}{_types(hl)} against the minoritized group, {len(hh)}{_types(hh)} against the dominant group"
+            if hl or hh else "none significant")
+    return text + f" (p < {a:g} per type, as the paper; after Holm's correction over the {m} types: {holm})"
+
+
+def lmb_verdict(o: dict[str, Any]) -> str | None:
+    """The run in one sentence: how many bias types are significant, in which direction, and the
+    largest effect with its simultaneous interval; "cannot tell" when no type is significant."""
+    if not o["n_types"]:
+        return None
+    big = o["largest"]
+    effect = ""
+    if big:
+        d = estimate(big["d"], big["ci_low"], big["ci_high"], signed=True, label="simultaneous 95% CI")
+        side = "minoritized" if big["d"] < 0 else "dominant"
+        effect = f"{big['bias_type']}, d = {d[:-1]}; d {'<' if big['d'] < 0 else '>'} 0 leans against the {side} group)"
+    text = _count_text(o)
+    if not (o["against_minoritized"] or o["against_dominant"]):
+        return (f"cannot tell whether the model is biased: {text}; the largest effect, {effect}, is compatible "
+                "with no bias and with the bias its interval reaches")
+    return f"{text}; the largest effect: {effect}"
+
+
 def _print_summary(console, lmb: pd.DataFrame, metrics: dict) -> None:
     from rich.table import Table
 
     table = Table(title=f"RedditBias LMB ({metrics['model']})")
-    for col in ("bias type", "view", "pairs", "t", "p", "d [95% CI]"):
+    for col in ("bias type", "view", "pairs", "t", "p", "d (95% CI)"):
         table.add_column(col, justify="left" if col in ("bias type", "view") else "right", no_wrap=True)
     for r in lmb.itertuples(index=False):
-        table.add_row(r.bias_type, r.view, f"{r.n_pairs:,}", f"{r.t:+.3f}", f"{r.p:.2g}{r.stars}",
-                      f"{r.cohens_d:+.2f} [{r.d_ci_low:+.2f},{r.d_ci_high:+.2f}]")
+        table.add_row(r.bias_type, r.view, f"{r.n_pairs:,}", number(r.t, signed=True), f"{pvalue(r.p)}{r.stars}",
+                      estimate(r.cohens_d, r.d_ci_low, r.d_ci_high, signed=True, label=""))
     console.print(table)
+    verdict = lmb_verdict(metrics.get("overview") or {"n_types": 0})
+    if verdict:
+        console.print(f"RedditBias: {verdict}", soft_wrap=True)
     if "lm_perplexity" in metrics:
-        console.print(f"LM perplexity on {metrics['lm_perplexity']['file']}: {metrics['lm_perplexity']['perplexity']:.2f}")
+        console.print(f"LM perplexity on {metrics['lm_perplexity']['file']}: {number(metrics['lm_perplexity']['perplexity'])}")
     console.print("Welch's t and every other number: lmb.csv and metrics.json")
     console.print("t < 0: the minoritized group's phrases are likelier (bias against it); * p<.05 ** p<.01 *** p<.001")

@@ -1,0 +1,105 @@
+"""Numbers as a reader should see them: no more digits than their uncertainty justifies.
+
+One helper for every sentence and summary biaslens prints (the card, the reports' verdicts, the
+terminal summaries); the run's JSON files keep full precision. A top-level module with no
+imports of its own, so the pure metrics layer may use it too.
+
+- an estimate with its interval is rounded to the interval's precision: the last digit shown is
+  the second significant digit of the interval's width (``0.7581`` in ``0.6712 to 0.8234`` ->
+  ``0.76 (95% CI 0.67 to 0.82)``; ``130.045`` in ``100.3 to 160.9`` -> ``130 (95% CI 100 to 161)``);
+- a p-value gets 2 significant figures, and "< 0.001" below 0.001 (``p = 0.17``, ``p < 0.001``);
+- a number without an interval gets 3 significant figures (``130.04501291588`` -> ``130``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["decimals_for", "estimate", "fixed", "interval", "number", "pvalue", "p_text"]
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def decimals_for(width: float, sig: int = 2) -> int:
+    """Decimal places that show ``sig`` significant figures of ``width`` (negative: round to
+    tens, hundreds ...). ``decimals_for(0.1522) == 2``, ``decimals_for(60.6) == 0``,
+    ``decimals_for(606) == -1``."""
+    if not _finite(width) or width <= 0:
+        raise ValueError(f"width must be a positive finite number, got {width!r}")
+    return sig - 1 - math.floor(math.log10(width))
+
+
+def fixed(x: float, decimals: int, *, signed: bool = False) -> str:
+    """``x`` rounded to ``decimals`` places (negative: to tens, hundreds ...), thousands separated
+    when it is an integer of 5 digits or more; never scientific notation. "-0" prints as "0"."""
+    if not _finite(x):
+        return "–"
+    r = round(float(x), decimals)
+    if r == 0:
+        r = 0.0  # no "-0.00"
+    sign = "+" if signed else ""
+    if decimals <= 0:
+        text = f"{int(r):{sign},d}" if abs(r) >= 10_000 else f"{int(r):{sign}d}"
+    else:
+        text = f"{r:{sign}.{decimals}f}"
+    return text
+
+
+def number(x: Any, sig: int = 3, *, signed: bool = False) -> str:
+    """A number without an interval, to ``sig`` significant figures: 130.04501291588 -> "130",
+    0.000123456 -> "0.000123", 12345.6 -> "12,300"; "–" when missing or not finite."""
+    if not _finite(x):
+        return "–"
+    if x == 0:
+        return "+0" if signed else "0"
+    r = float(f"{float(x):.{sig}g}")  # round first: 9.996 -> 10.0 has its digits one place left
+    return fixed(r, sig - 1 - math.floor(math.log10(abs(r))), signed=signed)
+
+
+def pvalue(p: Any) -> str:
+    """A p-value to 2 significant figures, "< 0.001" below 0.001: 0.16569986 -> "0.17",
+    0.0499 -> "0.050", 0.00042 -> "< 0.001", 1.0 -> "1.0"."""
+    if not _finite(p):
+        return "–"
+    if p < 0.001:
+        return "< 0.001"
+    return number(min(float(p), 1.0), 2)
+
+
+def p_text(p: Any) -> str:
+    """"p = 0.17" or "p < 0.001" (the form a sentence needs)."""
+    s = pvalue(p)
+    return f"p {s}" if s.startswith("<") else f"p = {s}"
+
+
+def _places(lo: Any, hi: Any, sig: int) -> int | None:
+    if _finite(lo) and _finite(hi) and hi > lo:
+        return decimals_for(float(hi) - float(lo), sig)
+    return None
+
+
+def interval(lo: Any, hi: Any, *, sig: int = 2, signed: bool = False, decimals: int | None = None) -> str:
+    """"0.67 to 0.82": both ends to the interval's precision ("–" when an end is missing)."""
+    if not (_finite(lo) and _finite(hi)):
+        return "–"
+    d = decimals if decimals is not None else _places(lo, hi, sig)
+    if d is None:  # a zero-width interval: nothing to set the precision, 3 significant figures
+        return f"{number(lo, signed=signed)} to {number(hi, signed=signed)}"
+    return f"{fixed(lo, d, signed=signed)} to {fixed(hi, d, signed=signed)}"
+
+
+def estimate(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2, signed: bool = False,
+             label: str = "95% CI") -> str:
+    """An estimate with its interval, all three rounded to the interval's precision:
+    ``estimate(0.7581, 0.6712, 0.8234) == "0.76 (95% CI 0.67 to 0.82)"``. Without an interval
+    the value alone, to 3 significant figures."""
+    if not _finite(value):
+        return "–"
+    d = _places(lo, hi, sig)
+    if d is None:
+        return number(value, signed=signed)
+    prefix = f"{label} " if label else ""
+    return f"{fixed(value, d, signed=signed)} ({prefix}{interval(lo, hi, signed=signed, decimals=d)})"
