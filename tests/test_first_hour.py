@@ -176,7 +176,7 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
         assert template.replace(" {plural_noun_phrase}", "").rstrip(".") not in header
     if lh["love_hate_diff"].notna().sum() >= 5:
         positive = section[section.index("Most positive love - hate"):]
-        diffs = [float(v) for v in re.findall(r"<td>(-?[0-9.]+)</td></tr>", positive)[:5]]
+        diffs = [float(v) for v in re.findall(r"<td(?: class=\"num\")?>(-?[0-9.]+)</td></tr>", positive)[:5]]
         assert len(diffs) == 5 and diffs == sorted(diffs, reverse=True), diffs
     else:  # no "I hate" sentences sampled: one table saying so (test_love_hate_without_i_hate_sentences...)
         assert "Most positive love - hate" not in section and "no love - hate difference" in section

@@ -15,6 +15,7 @@ import pandas as pd
 
 from biaslens.report.html import Section, Table, figure_from_matplotlib, interval_text, render_report, subplots
 from biaslens.report.run_folder import write_text
+from biaslens.text import plural
 
 REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type, minoritized group first: t < 0 means the "
                     "stereotype is likelier for the minoritized group; debiasing should move t towards 0 (or above) "
@@ -65,7 +66,7 @@ def holistic_generation_section(data: dict[str, Any]) -> Section:
     for v in data["variance"]:
         counts = v["counts"]
         tables.append(Table(f"Per-style variance change, {v['before']} -> {v['after']} (paper Table 15 shape)",
-                            v["styles"], f"{counts['decrease']} styles see a variance decrease, {counts['increase']} "
+                            v["styles"], f"{plural(counts['decrease'], 'style')} see a variance decrease, {counts['increase']} "
                             "an increase; variance = FGB's per-style term (x1000), mean = mean over descriptors."))
     for name, key, index, value in (("PGB / SCGB per cluster", "clusters", "cluster", ["pgb_x1000", "scgb_x1000"]),
                                     ("FGB per axis (Table 10 shape)", "axes", "axis", ["fgb_x1000"]),

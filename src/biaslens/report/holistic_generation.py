@@ -133,8 +133,8 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                  "offensiveness classifier": metrics.get("offensiveness_classifier"),
                  **_validity(metrics)},
         tables=[Table("Per style cluster (Tables 8 and 9 shape)", analysis["cluster_bias"],
-                      "top1_share: fraction of responses whose most probable style is in the cluster. "
-                      "classifier_precision / classifier_recall: the style classifier's measured precision and "
+                      "top-1 share: fraction of responses whose most probable style is in the cluster. "
+                      "classifier precision / recall: the style classifier's measured precision and "
                       "recall for the cluster on the labelled real-output test replies (scorer card); a PGB or SCGB from a "
                       "cluster the classifier rarely recognises says little."),
                 Table("FGB per axis (Table 10 shape)", analysis["fgb_by_axis"],

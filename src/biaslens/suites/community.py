@@ -39,6 +39,7 @@ from biaslens.models import ModelError
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.runner import model_record
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.engine.calls import ModelCalls
@@ -321,8 +322,8 @@ class Community(Suite):
         ctx.write_text("prompts.txt", "\n".join(prompts["prompt"]) + "\n")
         per_t = prompts.groupby("template_id", sort=False).size()
         console.print(f"[bold]community[/bold]: {len(prompts)} prompts (paper: {PAPER_PROMPT_COUNT}) from "
-                      f"{len(per_t)} templates x {prompts['keyword'].nunique()} keywords of "
-                      f"{prompts['demographic'].nunique()} demographics; per template: "
+                      f"{plural(len(per_t), 'template')} x {plural(prompts['keyword'].nunique(), 'keyword')} of "
+                      f"{plural(prompts['demographic'].nunique(), 'demographic')}; per template: "
                       + ", ".join(f"{t} {n}" for t, n in per_t.items()))
         ctx.record["prompts"] = {"n": int(len(prompts)), "paper": PAPER_PROMPT_COUNT,
                                  "per_template": {str(k): int(v) for k, v in per_t.items()}}

@@ -48,6 +48,7 @@ from biaslens.metrics.fairpair import (
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -461,7 +462,7 @@ class FairPair(Suite):
             dropped = (f"; --fairpair-samples {cap} dropped {given - len(rows):,} (the first {cap} of each prompt "
                        "kept, in file order)") if given > len(rows) else ""
             console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs, {len(rows):,} of {given:,} "
-                          f"continuations used from {opts.generations_file} ({rows['model'].nunique()} model(s), "
+                          f"continuations used from {opts.generations_file} ({plural(rows['model'].nunique(), 'model')}, "
                           f"{int(counts.min())}-{int(counts.max())} per prompt and set{dropped})")
             if dropped:
                 log.warning("fairpair: %s", dropped[2:])

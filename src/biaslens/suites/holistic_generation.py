@@ -25,6 +25,7 @@ from biaslens.metrics.generation_bias import MIN_INTERVAL_DESCRIPTORS
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.scorers.styles import KEY_PHRASES  # noqa: F401  (Table 14 phrases; re-exported for callers)
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -197,8 +198,8 @@ class HolisticGeneration(Suite):
             params = _generation_params(config)
             calls = ctx.calls
             console.print(f"[bold]holistic-generation[/bold]: {len(rows):,} prompts x {params.n} "
-                          f"({rows['descriptor'].nunique()} descriptors, {rows['axis'].nunique()} axes, "
-                          f"{rows['template'].nunique()} templates) on [bold]{calls.info.name}[/bold], "
+                          f"({plural(rows['descriptor'].nunique(), 'descriptor')}, {plural(rows['axis'].nunique(), 'axis', 'axes')}, "
+                          f"{plural(rows['template'].nunique(), 'template')}) on [bold]{calls.info.name}[/bold], "
                           f"max {params.max_new_tokens} new tokens")
             # a model tuned by `biaslens tune style-equality` generates with its "no_bias" tag at the prompt's end
             from biaslens.mitigation.style_equality import generation_tag, tag_prompt

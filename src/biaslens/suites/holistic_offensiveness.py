@@ -20,6 +20,7 @@ from biaslens.datasets.holistic.selection import select_rows
 from biaslens.metrics import offensiveness_ranges, percent_offensive, template_offensiveness
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.runner import RunContext
@@ -101,7 +102,7 @@ class HolisticOffensiveness(Suite):
         ctx.record["scorer_cards"] = [card]
         name = scorer.name
         ctx.console.print(f"[bold]holistic-offensiveness[/bold]: {len(rows):,} sentences "
-                          f"({rows['descriptor'].nunique():,} descriptors, {rows['template'].nunique()} templates) "
+                          f"({plural(rows['descriptor'].nunique(), 'descriptor')}, {plural(rows['template'].nunique(), 'template')}) "
                           f"with [bold]{name}[/bold]")
         t0 = time.perf_counter()
         with ctx.timer("scoring"):
