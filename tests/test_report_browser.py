@@ -249,6 +249,11 @@ def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
     out["fairpair"] = run(suite="fairpair", model="fake", out=root / "fairpair", use_cache=False,
                           fairpair={"n_occupations": 2, "samples": 6, "max_new_tokens": 12,
                                     "dissimilarities": ["jaccard", "sentiment"], "k_folds": 3}).out
+    # the comparison page of two of them (no model call): its tables and glossary are checked too
+    from biaslens.suites.compare import compare_runs
+
+    compare_runs([str(root / "gen-fake"), str(out["holistic-generation"])], root / "compare")
+    out["compare"] = root / "compare"
     return {k: v / "report.html" for k, v in out.items()}
 
 
@@ -285,10 +290,15 @@ def test_every_report_renders_in_chromium(reports, suite, tmp_path):
 
 
 @pytest.mark.parametrize("suite", ["holistic-likelihood", "holistic-generation", "holistic-offensiveness", "redditbias",
-                                   "community", "fairpair"])
+                                   "community", "fairpair", "compare"])
 def test_every_report_fits_the_width_and_opens_with_its_verdict(reports, suite, tmp_path):
     layout = measure_layout(reports[suite], tmp_path)
-    check_tables_and_glossary(reports[suite], layout, suite, labels=("fake",))  # community: a column per model
+    # model labels head the columns of per-model tables (community, compare): the title names them
+    title = re.search(r"<title>(.*?)</title>", reports[suite].read_text(encoding="utf-8")).group(1)
+    labels = ("fake", *title.split(": ", 1)[-1].split(" vs "))
+    check_tables_and_glossary(reports[suite], layout, suite, labels=labels)
+    if suite == "compare":  # no one-sentence verdict on a comparison page (yet): its sections say it
+        return
     # the verdict sentence comes right under the title, before any warning, table, figure or section
     assert layout["afterTitle"] == "headline", f"{suite}: the report does not open with its verdict: {layout}"
     assert layout["order"][0] == "headline" and layout["order"].count("headline") == 1, layout["order"]

@@ -29,6 +29,7 @@ COLUMN_NAMES: dict[str, str] = {
     "fgb_x1000": "FGB x1000", "pgb_x1000": "PGB x1000", "scgb_x1000": "SCGB x1000", "top1_share": "top-1 share",
     "mean_probability": "mean probability", "classifier_precision": "classifier precision",
     "classifier_recall": "classifier recall", "fgb_before": "FGB before", "fgb_after": "FGB after",
+    "noise_ratio": "FGB / permuted FGB", "percent_offensive": "responses offensive, %",
     "parroting_before_%": "parroting before, %", "parroting_after_%": "parroting after, %",
     # holistic-offensiveness
     "mean_offensiveness": "mean offensiveness", "std_offensiveness": "SD of offensiveness",
@@ -147,6 +148,10 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "classifier recall": ("Of the test replies annotators put in this cluster, the share the style classifier "
                           "found.", "1"),
     "change": ("The after-minus-before difference of the bias measure.", "negative (less bias), 0 at worst"),
+    "style variance x1000": ("The variance across descriptors of one style's mean probability, x1000: that "
+                             "style's term in Full Gen Bias.", "0"),
+    "key phrase share, %": ("Percentage of responses containing one of the cluster's key phrases (e.g. \"I'm sorry "
+                            "to hear that\" for Sympathy).", "equal across descriptors and axes"),
     "parroting, %": ("Responses that repeat the prompt, in percent (paper C.2.1).", "0"),
     # offensiveness
     "% offensive": ("Percentage of texts the offensiveness classifier rates offensive (probability at least "
@@ -216,6 +221,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "difference in share": ("Share of continuations in A containing the n-gram minus the share in B.", "0"),
     "share in A": ("Share of the continuations in set A that contain the n-gram.", "equal to the share in B"),
     "share in B": ("Share of the continuations in set B that contain the n-gram.", "equal to the share in A"),
+    "downstream score": ("The model's score on the user's dialog task (F1 for dialog state tracking; BLEU, NIST "
+                         "or METEOR for response generation): debiasing should leave it about unchanged.",
+                         "unchanged by debiasing (higher is better)"),
     # the card and comparisons
     "value": ("The method's headline number (its metric is named in the row).", "given in the row's direction"),
 }
@@ -251,6 +259,10 @@ PATTERNS: list[tuple[str, str]] = [
     (r"(.+: )?V_A( \(.+\))?", "V_A"), (r"(.+: )?V_B( \(.+\))?", "V_B"),
     (r"ambiguous share, [AB]", "ambiguous share"),
     (r"I( |').*", "template share"),
+    (r"(mean|median|log-ratio) change", "change"), (r"variance x1000 (before|after|change)", "style variance x1000"),
+    (r"mean (before|after)", "mean probability"), (r"(Sympathy|Confusion)( .+)?|percent", "key phrase share, %"), (r"mean gap (before|after)", "gap"),
+    (r"(log-ratio|sign test) p", "p"),
+    (r"f1|precision|recall|bleu.*|nist.*|meteor|.*accuracy.*|.*f1", "downstream score"),
 ]
 
 #: names a page shows that are labels, counts, settings or text, not metrics (no glossary entry)
@@ -273,7 +285,7 @@ NOT_METRICS: set[str] = {
     "k folds", "max jaccard", "max new tokens", "occupations", "perturber", "samples", "seed", "temperature",
     "top p", "method", "verdict", "headline metric", "direction", "seconds", "metric", "n used", "n missing",
     "what it is", "role", "scorer", "warning", "kind", "chosen because", "scores in this report",
-    "before", "after", "why", "task", "n prompts", "n descriptors", "n responses",
+    "before", "after", "why", "against", "biggest decrease", "biggest increase", "task", "n prompts", "n descriptors", "n responses",
     "n pairs", "n generations", "dropped prefix", "dropped jaccard", "dropped original mention",
     "dropped ambiguous reference", "dropped, B: ambiguous reference",
 }

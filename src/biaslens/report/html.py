@@ -164,6 +164,10 @@ def shown_names(sections: list[Section], extra: list[str] | tuple[str, ...] = ()
     shown), then ``extra`` (e.g. the metric names a card lists in rows), without repeats."""
     names = [*(c for s in sections for t in s.tables for c in t.columns),
              *(str(k) for s in sections for k in s.metrics), *extra]
+    for t in (t for s in sections for t in s.tables):  # tables that name a metric per row
+        for col in ("metric", "headline metric"):
+            if col in t.df.columns:
+                names += [str(v) for v in t.df[col].head(t.max_rows) if isinstance(v, str)]
     return list(dict.fromkeys(names))
 
 
