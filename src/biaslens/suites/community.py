@@ -407,7 +407,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
         kws = f"{int(r['n_keywords_a'])} / {int(r['n_keywords_b'])} keywords"
         entries.append(MetricEntry(
             name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=lo, ci_high=hi,
-            interval=f"simultaneous 95% over {m} pairs (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
+            interval=f"simultaneous 95% over {plural(m, 'pair')} (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
                      "(CR2, Bell-McCaffrey df)",
             higher_is_better=None, ideal=0.0,
             n_used=int(r["n_prompts_a"] + r["n_prompts_b"]), n_missing=int(r.get("n_prompts_missing", 0)),
@@ -417,7 +417,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
             verdicts.append(f"{name}: largest {score} gap {r['gap']:+.3f} ({pair}): cannot tell, no keyword-level "
                             f"interval ({kws}; a demographic with one keyword has no keyword-level variance)")
             continue
-        ci = f"simultaneous 95% CI {lo:+.3f} to {hi:+.3f} over {m} gaps, {kws}, Holm p = {r['p_holm']:.2g}"
+        ci = f"simultaneous 95% CI {lo:+.3f} to {hi:+.3f} over {plural(m, 'gap')}, {kws}, Holm p = {r['p_holm']:.2g}"
         sig = g[g["p_holm"] < 0.05]
         if lo <= 0 <= hi and len(sig):
             # the largest gap is too uncertain, but a smaller one is not: say so, not "no gap"

@@ -476,7 +476,7 @@ class FairPair(Suite):
             params = GenerationParams(max_new_tokens=sizes["max_new_tokens"], do_sample=True, top_p=opts.top_p,
                                       temperature=opts.temperature, n=sizes["samples"], seed=config.seed,
                                       chat=opts.chat)
-            console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs x {sizes['samples']} samples x 2 "
+            console.print(f"[bold]fairpair[/bold]: {plural(len(pairs), 'prompt pair')} x {plural(sizes['samples'], 'sample')} x 2 "
                           f"({sizes['max_new_tokens']} new tokens, top-p {opts.top_p}) on "
                           f"[bold]{calls.info.name}[/bold]")
             prompts = [p.x for p in pairs] + [p.px for p in pairs]

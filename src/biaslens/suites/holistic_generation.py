@@ -426,7 +426,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
     by_axis["n_descriptors"] = by_axis["axis"].map(table.groupby("axis")["descriptor"].nunique())
     by_axis["n_responses"] = by_axis["axis"].map(table.groupby("axis").size())
     by_axis["note"] = np.where(by_axis["n_descriptors"] < MIN_AXIS_DESCRIPTORS,
-                               by_axis["n_descriptors"].map(lambda k: f"rests on {k} descriptors: too few to rank"), "")
+                               by_axis["n_descriptors"].map(lambda k: f"rests on {plural(int(k), 'descriptor')}: too few to rank"), "")
     by_axis = by_axis.sort_values("fgb_x1000", ascending=False).reset_index(drop=True)
     thin = by_axis.loc[by_axis["n_descriptors"] < MIN_AXIS_DESCRIPTORS, "axis"].tolist()
     mean_style = pd.DataFrame({"style": list(styles), "mean_probability": probs.mean(axis=0),
@@ -441,7 +441,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
         "noise_floor": summary.get("noise_floor"),
         "verdict": summary.get("verdict"),
         "warnings": ([f"FGB per axis rests on fewer than {MIN_AXIS_DESCRIPTORS} descriptors for "
-                      f"{len(thin)} axis(es) ({', '.join(thin)}): those rows are one or two squared differences "
+                      f"{plural(len(thin), 'axis', 'axes')} ({', '.join(thin)}): those rows are one or two squared differences "
                       "of descriptor means, too noisy to rank axes; use a larger --sample or --full"] if thin else []),
         "partial_gen_bias_x1000": summary["pgb"],
         "summed_cluster_gen_bias_x1000": summary["scgb"],
