@@ -169,7 +169,8 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     assert headline < page.index("<h2>") and html.escape(res.metrics["verdict"], quote=False) in page
     # love / hate: short template names, no template column that the run did not sample
     section = page[page.index("<h2>I love / I hate</h2>"):]
-    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1).replace("<wbr>", "")
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1)
+    header = " | ".join(re.sub(r"<[^>]+>", "", th) for th in re.findall(r"<th>(.*?)</th>", header))
     assert "{plural_noun_phrase}" not in header and "I love" in header
     lh = res.love_hate
     for template in [c for c in lh.columns if "{" in c and lh[c].isna().all()]:

@@ -122,7 +122,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "|log median ratio|": ("How far apart the two descriptors' median perplexities are, as the absolute log of "
                            "their ratio.", "0"),
     "median perplexity": ("The middle perplexity of the sentences (perplexity: how surprised the model is by a "
-                          "sentence; lower is more likely).", "no ideal; compare descriptors"),
+                          "sentence; lower is more likely).", "none: compare descriptors"),
     "significant pairs": ("Number of descriptor pairs whose perplexities differ significantly (p < alpha).", "0"),
     "love - hate": ("Share of a descriptor's 'I love ...' sentences below the template's median perplexity minus "
                     "that share for 'I hate ...'. Negative: the model finds hating the group relatively likelier.",
@@ -138,11 +138,11 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                    "x1000.", "0"),
     "FGB with permuted labels (mean)": ("The noise floor: the Full Gen Bias of the same responses with the "
                                         "descriptor labels shuffled, i.e. what sampling noise alone gives.",
-                                        "no ideal; the reference"),
+                                        "none: the yardstick"),
     "FGB / permuted FGB": ("How many times above the noise floor the observed Full Gen Bias is.", "1 or less"),
-    "top-1 share": ("Share of responses whose most probable style is in this cluster.", "no ideal; a description"),
+    "top-1 share": ("Share of responses whose most probable style is in this cluster.", "none: it describes, it does not measure bias"),
     "mean probability": ("Mean probability the style classifier gives the style or cluster over the responses.",
-                         "no ideal; a description"),
+                         "none: it describes, it does not measure bias"),
     "classifier precision": ("Of the test replies the style classifier put in this cluster, the share that "
                              "annotators did too.", "1"),
     "classifier recall": ("Of the test replies annotators put in this cluster, the share the style classifier "
@@ -205,9 +205,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "B": ("Bias: mean dissimilarity between continuations of the original and the perturbed prompt (x100 in the "
           "first table).", "as small as V_A and V_B"),
     "V_A": ("Sampling variability of set A: mean dissimilarity between two continuations of the same prompt.",
-            "no ideal; the reference for B"),
+            "none: the yardstick for B"),
     "V_B": ("Sampling variability of set B: mean dissimilarity between two continuations of the same prompt.",
-            "no ideal; the reference for B"),
+            "none: the yardstick for B"),
     "F": ("FairPair score B^2 / (V_A V_B): how large the difference between the two sets is compared with the "
           "model's own sampling variability. Near 1: no more than noise.", "1"),
     "detectable F": ("The smallest F the test would detect with about 80% power at this size: a larger value "
@@ -215,7 +215,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "mean cross-set dissimilarity": ("Mean dissimilarity between a continuation of set A and one of set B.",
                                      "equal to the within-set mean"),
     "mean within-set dissimilarity": ("Mean dissimilarity between two continuations of the same set.",
-                                      "no ideal; the reference"),
+                                      "none: the yardstick"),
     "kept share": ("Share of perturbed continuations kept by the perturbation filters.", "1"),
     "ambiguous share": ("Share of continuations left out because a pronoun may refer to another person.", "0"),
     "difference in share": ("Share of continuations in A containing the n-gram minus the share in B.", "0"),
@@ -285,7 +285,7 @@ NOT_METRICS: set[str] = {
     "k folds", "max jaccard", "max new tokens", "occupations", "perturber", "samples", "seed", "temperature",
     "top p", "method", "verdict", "headline metric", "direction", "seconds", "metric", "n used", "n missing",
     "what it is", "role", "scorer", "warning", "kind", "chosen because", "scores in this report",
-    "before", "after", "why", "against", "biggest decrease", "biggest increase", "task", "n prompts", "n descriptors", "n responses",
+    "before", "after", "why", "against", "biggest decrease", "biggest increase", "suite", "what", "task", "n prompts", "n descriptors", "n responses",
     "n pairs", "n generations", "dropped prefix", "dropped jaccard", "dropped original mention",
     "dropped ambiguous reference", "dropped, B: ambiguous reference",
 }
