@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from biaslens.report.glossary import GLOSSARY, NOT_METRICS, glossary_for, human_name, lookup
-from biaslens.report.html import Cell, Section, Table, render_report
+from biaslens.report.html import MAX_CELL_CHARS, Cell, Section, Table, render_report
 from biaslens.text import ELLIPSIS, grapheme_cut, plural, shorten
 
 
@@ -91,13 +91,13 @@ def test_table_shows_human_names_and_keeps_the_frame():
 
 
 def test_long_cells_are_cut_in_tables_but_not_in_metric_lists():
-    long = "word " * 400 + "😀"
+    long = "word " * (MAX_CELL_CHARS // 4) + "😀"
     page = render_report(title="t", run={"suite": "s", "model": "m", "status": "complete", "elapsed_seconds": None,
                                          "biaslens_version": "0"},
                          sections=[Section("s", tables=[Table("t", pd.DataFrame({"response": [long]}))],
                                            metrics={"note": long})])
-    cut = shorten(long, 1000)
-    assert cut.endswith(ELLIPSIS) and len(cut) <= 1000 and f"<td>{cut}</td>" in page  # the table's cell
+    cut = shorten(long, MAX_CELL_CHARS)
+    assert cut.endswith(ELLIPSIS) and len(cut) <= MAX_CELL_CHARS and f"<td>{cut}</td>" in page  # the table's cell
     assert long in page  # the metric list's value, whole
 
 
@@ -112,3 +112,11 @@ def test_glossary_entries_are_plain_and_have_an_ideal():
 def test_a_page_lists_only_the_metrics_it_shows():
     entries = glossary_for(["axis", "p (Holm)", "Likelihood Bias", "p (Holm)", "unknown thing"])
     assert [e.name for e in entries] == [lookup("p (Holm)"), lookup("Likelihood Bias")]
+
+
+def test_rows_left_out_are_counted_right():
+    run = {"suite": "s", "model": "m", "status": "complete", "elapsed_seconds": None, "biaslens_version": "0"}
+    for n, words in ((2, "1 more row in"), (3, "2 more rows in")):
+        page = render_report(title="t", run=run, sections=[Section("s", tables=[
+            Table("t", pd.DataFrame({"x": range(n)}), max_rows=1)])])
+        assert words in page and "1 more rows" not in page

@@ -31,7 +31,7 @@ class Figure:
 
 #: longer text cells (model output) are cut, on a character boundary, with an ellipsis: the
 #: run folder's files hold them whole
-MAX_CELL_CHARS = 1000
+MAX_CELL_CHARS = 1500
 _NUMERIC = re.compile(r"[-+\u2212]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?")
 
 
