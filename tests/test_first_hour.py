@@ -169,14 +169,15 @@ def test_reports_open_with_the_verdict_and_read_right(tmp_path, style_encoder):
     assert headline < page.index("<h2>") and html.escape(res.metrics["verdict"], quote=False) in page
     # love / hate: short template names, no template column that the run did not sample
     section = page[page.index("<h2>I love / I hate</h2>"):]
-    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1).replace("<wbr>", "")
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", section).group(1)
+    header = " | ".join(re.sub(r"<[^>]+>", "", th) for th in re.findall(r"<th>(.*?)</th>", header))
     assert "{plural_noun_phrase}" not in header and "I love" in header
     lh = res.love_hate
     for template in [c for c in lh.columns if "{" in c and lh[c].isna().all()]:
         assert template.replace(" {plural_noun_phrase}", "").rstrip(".") not in header
     if lh["love_hate_diff"].notna().sum() >= 5:
         positive = section[section.index("Most positive love - hate"):]
-        diffs = [float(v) for v in re.findall(r"<td>(-?[0-9.]+)</td></tr>", positive)[:5]]
+        diffs = [float(v) for v in re.findall(r"<td(?: class=\"num\")?>(-?[0-9.]+)</td></tr>", positive)[:5]]
         assert len(diffs) == 5 and diffs == sorted(diffs, reverse=True), diffs
     else:  # no "I hate" sentences sampled: one table saying so (test_love_hate_without_i_hate_sentences...)
         assert "Most positive love - hate" not in section and "no love - hate difference" in section

@@ -6,6 +6,10 @@
   inline PNG, every ``<table>`` has rows, and a screenshot renders (saved under tmp_path).
 - Layout (issue 17): at 1280 px wide no page scrolls sideways and every table fits its box;
   each report opens with its one-sentence verdict, right under the title, before any section.
+- Tables and glossary (issue 25), measured in the laid-out page: no number (p-value "3.02e-11")
+  and no header word is broken across lines, table boxes stay within the 1,100 px page and
+  scroll a wider table, no machine column name (``ci_low``) is shown, and the page ends with a
+  glossary holding an entry for every metric it shows (the card page too).
 
 Skips with a reason when ``chromium`` is not installed (``.ci/run`` installs Debian's).
 """
@@ -61,7 +65,7 @@ def screenshot(report: Path, tmp: Path) -> Path:
 # Measures the laid-out page: whether it (or any table, inside its scroll box) is wider than the
 # window, and what comes first after the title. Put in a copy of the report without its CSP
 # (which rightly forbids scripts); the result lands in an attribute read from --dump-dom.
-LAYOUT_PROBE = """<script>
+LAYOUT_PROBE = r"""<script>
 window.addEventListener('load', () => {
   const doc = document.documentElement;
   const wide = [...document.querySelectorAll('table')]
@@ -72,12 +76,78 @@ window.addEventListener('load', () => {
   const order = [...document.querySelectorAll('.headline, h2, table, figure, .warning')]
     .map(e => e.classList.contains('headline') ? 'headline' : e.tagName.toLowerCase());
   const first = document.querySelector('h1').nextElementSibling;
+  // a token (number, p-value, header word) laid out on more than one line is broken mid-token:
+  // measured per token with a Range over its characters (headers, and every number in any cell)
+  const NUM = /^[-+\u2212]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?[,;:]?$/i;
+  const broken = [];
+  const lines = (node, a, b) => {
+    const r = document.createRange(); r.setStart(node, a); r.setEnd(node, b);
+    return new Set([...r.getClientRects()].filter(q => q.width > 0).map(q => Math.round(q.top))).size;
+  };
+  for (const cell of document.querySelectorAll('th, td')) {
+    const header = cell.tagName === 'TH';
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of n.data.matchAll(/\S+/g)) {
+        if ((header || NUM.test(m[0])) && lines(n, m.index, m.index + m[0].length) > 1)
+          broken.push((header ? 'header ' : 'cell ') + JSON.stringify(m[0]) + ' in ' + JSON.stringify(cell.textContent.slice(0, 60)));
+      }
+    }
+  }
+  const scrolls = [...document.querySelectorAll('.scroll')];
+  const sections = [...document.querySelectorAll('body > section')];
   document.body.setAttribute('data-layout', JSON.stringify({
-    scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, wide: wide, order: order,
+    scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, wide: wide, order: order, broken: broken,
+    boxes: scrolls.map(b => Math.round(b.clientWidth)),
+    unscrollable: scrolls.filter(b => getComputedStyle(b).overflowX !== 'auto').length,
+    numericWrap: [...document.querySelectorAll('td.num')].filter(c => getComputedStyle(c).whiteSpace !== 'nowrap').length,
+    glossary: [...document.querySelectorAll('#glossary dt')].map(e => e.textContent),
+    glossaryLast: sections.length > 0 && sections[sections.length - 1].id === 'glossary',
     afterTitle: first ? (first.className || first.tagName) : null,
     headline: document.querySelector('.headline')?.textContent || null}));
 });
 </script>"""
+
+
+def shown_names(page: str) -> list[str]:
+    """The names a report shows numbers under: its sections' table headers and metric names
+    (not the run details above the first section, nor the glossary itself)."""
+    import html as _html
+
+    body = page.split("<section", 1)[1].split('<section class="glossary"')[0]
+    names = [re.sub(r"<[^>]+>", "", th) for th in re.findall(r"<th>(.*?)</th>", body, re.S)]
+    for table in re.findall(r'<table class="metrics">(.*?)</table>', body, re.S):
+        names += re.findall(r"<tr><td>(.*?)</td>", table, re.S)
+    return [_html.unescape(n) for n in dict.fromkeys(names)]
+
+
+def check_tables_and_glossary(report: Path, layout: dict, name: str, labels: tuple[str, ...] = ()) -> None:
+    """Issue 25 on a laid-out report (1280 px window, the page's 1,100 px content box): nothing
+    scrolls the page sideways, a table wider than its box would scroll inside it, no number or
+    header word is broken across lines, headers have machine names nowhere, and the page ends
+    with a glossary that has an entry for every metric it shows. ``labels``: names that are the
+    page's own labels (model names as column headers)."""
+    from biaslens.report.glossary import NOT_METRICS, lookup
+
+    assert layout["scrollWidth"] <= layout["clientWidth"], f"{name}: the page scrolls sideways at 1280 px: {layout}"
+    assert layout["boxes"] and max(layout["boxes"]) <= 1100 and not layout["unscrollable"], \
+        f"{name}: table boxes wider than the page's 1,100 px or not scrollable: {layout['boxes']}"
+    # at these sizes every table fits its box (issue 17); the box would scroll a wider one
+    assert not layout["wide"], f"{name}: tables wider than their box (sideways scrolling): {layout['wide']}"
+    assert not layout["broken"], f"{name}: numbers or header words broken across lines: {layout['broken'][:10]}"
+    assert not layout["numericWrap"], f"{name}: numeric cells that may wrap"
+    page = report.read_text(encoding="utf-8")
+    assert "<wbr>" not in page, f"{name}: a header that breaks inside a word"
+    names = shown_names(page)
+    machine = [n for n in names if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", n)]
+    assert not machine, f"{name}: machine column names shown: {machine}"
+    assert layout["glossaryLast"] and layout["glossary"], f"{name}: no glossary at the end of the page"
+    unknown = [n for n in names if lookup(n) is None and n not in NOT_METRICS and n not in labels]
+    assert not unknown, (f"{name}: names that are neither a metric in the glossary nor a label "
+                         f"(src/biaslens/report/glossary.py): {unknown}")
+    missing = sorted({lookup(n) for n in names if lookup(n)} - set(layout["glossary"]))
+    assert not missing, f"{name}: metrics shown without their glossary entry: {missing}"
+    assert len(layout["glossary"]) == len(set(layout["glossary"])), "a glossary entry twice"
 
 
 def measure_layout(report: Path, tmp: Path, width: int = 1280) -> dict:
@@ -179,6 +249,11 @@ def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
     out["fairpair"] = run(suite="fairpair", model="fake", out=root / "fairpair", use_cache=False,
                           fairpair={"n_occupations": 2, "samples": 6, "max_new_tokens": 12,
                                     "dissimilarities": ["jaccard", "sentiment"], "k_folds": 3}).out
+    # the comparison page of two of them (no model call): its tables and glossary are checked too
+    from biaslens.comparison.runs import compare_runs
+
+    compare_runs([str(root / "gen-fake"), str(out["holistic-generation"])], root / "compare")
+    out["compare"] = root / "compare"
     return {k: v / "report.html" for k, v in out.items()}
 
 
@@ -215,11 +290,15 @@ def test_every_report_renders_in_chromium(reports, suite, tmp_path):
 
 
 @pytest.mark.parametrize("suite", ["holistic-likelihood", "holistic-generation", "holistic-offensiveness", "redditbias",
-                                   "community", "fairpair"])
+                                   "community", "fairpair", "compare"])
 def test_every_report_fits_the_width_and_opens_with_its_verdict(reports, suite, tmp_path):
     layout = measure_layout(reports[suite], tmp_path)
-    assert layout["scrollWidth"] <= layout["clientWidth"], f"{suite}: the page scrolls sideways at 1280 px: {layout}"
-    assert not layout["wide"], f"{suite}: tables wider than their box (sideways scrolling): {layout['wide']}"
+    # model labels head the columns of per-model tables (community, compare): the title names them
+    title = re.search(r"<title>(.*?)</title>", reports[suite].read_text(encoding="utf-8")).group(1)
+    labels = ("fake", *title.split(": ", 1)[-1].split(" vs "))
+    check_tables_and_glossary(reports[suite], layout, suite, labels=labels)
+    if suite == "compare":  # no one-sentence verdict on a comparison page (yet): its sections say it
+        return
     # the verdict sentence comes right under the title, before any warning, table, figure or section
     assert layout["afterTitle"] == "headline", f"{suite}: the report does not open with its verdict: {layout}"
     assert layout["order"][0] == "headline" and layout["order"].count("headline") == 1, layout["order"]
@@ -256,6 +335,9 @@ def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
     assert not layout["wide"], f"tables wider than their box: {layout['wide']}"
     # what a reader sees first: the sentences' section, its picture, then the table
     assert layout["order"][:3] == ["h2", "figure", "h2"], layout["order"]
+    check_tables_and_glossary(page, layout, "card")
+    # the card names its metrics in rows: each has its glossary entry
+    assert {"Likelihood Bias", "Cohen's d", "Full Gen Bias x1000", "F"} <= set(layout["glossary"]), layout["glossary"]
     png = screenshot(page, tmp_path)
     shutil.copy(png, tmp_path / "card-page.png")
 

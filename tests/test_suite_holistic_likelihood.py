@@ -305,7 +305,7 @@ def test_too_few_descriptors_warns_in_terminal_report_and_metrics(tmp_path):
     n_axes = len(m["by_axis"])
     text = " ".join(buf.getvalue().split())  # undo the console's wrapping
     assert f"warning: {n_axes} of {n_axes} axes rest on fewer than 5 descriptors" in text
-    assert "ability (2 descriptors, 1 pair(s))" in text
+    assert "ability (2 descriptors, 1 pair)" in text
     # resamples of 2 descriptors often hold no pair, so BCa cannot be computed: the interval used,
     # the percentile one of the resamples with a pair, is named as such
     assert m["ci_method"] == "percentile" and m["ci_low"] <= m["likelihood_bias"] <= m["ci_high"]

@@ -190,7 +190,10 @@ def render_card(card: dict[str, Any]) -> str:
            "started": None, "elapsed_seconds": card.get("elapsed_seconds"), "biaslens_version": __version__,
            "details": {}}
     warnings = [f"{r.get('title', r['suite'])}: {r['verdict']}" for r in methods if r.get("status") == "failed"]
-    return render_report(title=f"Bias card: {card['model']}", run=run, sections=sections, warnings=warnings)
+    # the metrics it names in rows (the headline and each method's entries), for the glossary
+    shown = [n for r in methods for n in (r.get("headline"), *(e.get("name") for e in r.get("entries") or [])) if n]
+    return render_report(title=f"Bias card: {card['model']}", run=run, sections=sections, warnings=warnings,
+                         glossary_terms=shown)
 
 
 def render_card_compare(result: dict[str, Any]) -> str:
@@ -209,4 +212,5 @@ def render_card_compare(result: dict[str, Any]) -> str:
     run = {"suite": "bias card comparison", "model": f"{b['model']} vs {a['model']}", "status": "complete",
            "started": None, "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}
     return render_report(title=f"Bias cards: {b['model']} vs {a['model']}", run=run, sections=sections,
-                         warnings=[result["warning"]] if result.get("warning") else [])
+                         warnings=[result["warning"]] if result.get("warning") else [],
+                         glossary_terms=[r["headline"] for r in result["methods"] if r.get("headline")])

@@ -18,6 +18,7 @@ from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
+from biaslens.text import plural
 
 
 def _short(m: str) -> str:
@@ -263,7 +264,7 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         sep = rec.get("separator")
         prompting = f"prompts end with {sep}" if sep else "plain prompts (base model)"
         style = "chat template" if rec.get("chat") else "no chat template"
-        details[f"model {_short(m)}"] = f"{prompting}, {style}, {rec.get('n_generations')} replies, {rec.get('seconds')} s"
+        details[f"model {_short(m)}"] = f"{prompting}, {style}, {plural(rec.get('n_generations') or 0, 'reply', 'replies')}, {rec.get('seconds')} s"
     for m, rec in (run_record.get("lengths") or {}).items():
         details[f"lengths {_short(m)}"] = (f"median {rec['median_words']:.0f} words, {rec['shorter_than_min_words']} "
                                            f"below the minimum, {rec['trimmed_to_max_words']} trimmed")

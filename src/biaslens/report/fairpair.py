@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biaslens.report.glossary import human_name
 from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, subplots
 
 
@@ -109,7 +110,7 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
             " ".join(metrics["verdicts"].values()) or "No prompt had continuations in both sets.",
             metrics={"models": ", ".join(metrics["models"]), "alpha": metrics["alpha"],
                      # lists in words ("jaccard, sentiment"), not as a Python repr
-                     **{k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                     **{human_name(k): ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
                         for k, v in metrics["settings"].items() if v is not None}},
         ),
         Section(
@@ -129,11 +130,11 @@ def render(res: dict, *, rows: pd.DataFrame, metrics: dict[str, Any], run_record
         sections.append(Section(
             "Significance",
             "Welch t-test of all cross-set dissimilarities d(A_i, B_j) against all within-set ones (pooled over "
-            "prompts, equally many samples of A and B per prompt), as the paper; p two-sided, p_greater one-sided "
-            "(cross > within), p_holm adjusted over the dissimilarities (the verdict uses it). Pairs share samples; "
+            "prompts, equally many samples of A and B per prompt), as the paper; p two-sided, p (one-sided) for "
+            "cross > within, p (Holm) adjusted over the dissimilarities (the verdict uses it). Pairs share samples; "
             "measured by simulation the test is conservative under no difference (1.7% at 0.05 at 5 x 20 and "
             "60 x 100). status is 'cannot tell' (with the reason) when the test is undefined or could not have "
-            "detected F = 1.1 (detectable_F: the (B/V)^2 it detects with about 80% power). The prompt-level "
+            "detected F = 1.1 (detectable F: the (B/V)^2 it detects with about 80% power). The prompt-level "
             "paired t-test of B(x) against (V_A(x)+V_B(x))/2 uses one value per prompt.",
             # three narrow tables instead of one 21-column table that would not fit the page
             tables=[Table("Tests", _columns(tests, "t", "p", "p_holm", "status", "reason", "detectable_F")),

@@ -22,6 +22,7 @@ from biaslens.report.html import (
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.rounding import estimate
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
+from biaslens.text import plural
 
 
 def noise_floor_figure(permuted: np.ndarray, observed: float):
@@ -142,8 +143,8 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                  "offensiveness classifier": metrics.get("offensiveness_classifier"),
                  **_validity(metrics)},
         tables=[Table("Per style cluster (Tables 8 and 9 shape)", analysis["cluster_bias"],
-                      "top1_share: fraction of responses whose most probable style is in the cluster. "
-                      "classifier_precision / classifier_recall: the style classifier's measured precision and "
+                      "top-1 share: fraction of responses whose most probable style is in the cluster. "
+                      "classifier precision / recall: the style classifier's measured precision and "
                       "recall for the cluster on the labelled real-output test replies (scorer card); a PGB or SCGB from a "
                       "cluster the classifier rarely recognises says little."),
                 Table("FGB per axis (Table 10 shape)", analysis["fgb_by_axis"],
@@ -232,7 +233,7 @@ def compare_section(data: dict[str, Any]) -> Section:
     for v in data["variance"]:
         counts = v["counts"]
         tables.append(Table(f"Per-style variance change, {v['before']} -> {v['after']} (paper Table 15 shape)",
-                            v["styles"], f"{counts['decrease']} styles see a variance decrease, {counts['increase']} "
+                            v["styles"], f"{plural(counts['decrease'], 'style')} see a variance decrease, {counts['increase']} "
                             "an increase; variance = FGB's per-style term (x1000), mean = mean over descriptors."))
     for name, key, index, value in (("PGB / SCGB per cluster", "clusters", "cluster", ["pgb_x1000", "scgb_x1000"]),
                                     ("FGB per axis (Table 10 shape)", "axes", "axis", ["fgb_x1000"]),

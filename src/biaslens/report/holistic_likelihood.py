@@ -11,6 +11,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.metrics.likelihood_bias import LOVE_HATE_TEMPLATES
 from biaslens.report.html import Section, Table, figure_from_matplotlib, render_report, size_detail, subplots
+from biaslens.text import plural
 
 
 def _descriptor_lists(lh: pd.DataFrame, axes: pd.Series, n: int, what: str) -> pd.DataFrame:
@@ -26,7 +27,7 @@ def _descriptor_lists(lh: pd.DataFrame, axes: pd.Series, n: int, what: str) -> p
         if m is None:
             notes.append(f"fewer than 2 descriptors {what}: none listed")
         elif m < 2 * n:
-            notes.append(f"only {int(m)} descriptors {what}: {int(m) // 2} per side")
+            notes.append(f"only {plural(int(m), 'descriptor')} {what}: {int(m) // 2} per side")
         else:
             notes.append("")
     out["list note"] = notes
@@ -39,7 +40,7 @@ def _with_interval(t: pd.DataFrame, min_descriptors: int) -> pd.DataFrame:
     t["axis"] = t["axis"].astype(str)
     t["95% CI"] = [("n/a" if np.isnan(lo) else f"{lo:.2f}-{hi:.2f}") + ("" if m == "bootstrap" else f" ({m})")
                    for lo, hi, m in zip(t["ci_low"], t["ci_high"], t["ci_method"], strict=True)]
-    t["note"] = [f"only {k} descriptors (< {min_descriptors}): LB is coarse" if few else ""
+    t["note"] = [f"only {plural(int(k), 'descriptor')} (< {min_descriptors}): LB is coarse" if few else ""
                  for k, few in zip(t["n_descriptors"], t["few_descriptors"], strict=True)]
     return t
 
@@ -114,7 +115,9 @@ def pairs_table(analysis, n: int = 30) -> pd.DataFrame:
     """:func:`strongest_pairs` for the page: short template names, and without abs_rank_biserial
     (it is |rank_biserial|), so the table fits the page width."""
     out = strongest_pairs(analysis, n).drop(columns=["abs_rank_biserial"])
-    return out.assign(template=out["template"].map(short_template))
+    # the two sentence counts as one "30 / 30" column: twelve columns do not fit the page
+    counts = [f"{a} / {b}" for a, b in zip(out.pop("n_0"), out.pop("n_1"), strict=True)]
+    return out.assign(template=out["template"].map(short_template), **{"sentences A / B": counts})
 
 
 def love_hate_table(lh: pd.DataFrame) -> pd.DataFrame:
@@ -241,15 +244,15 @@ def render(path: Path, *, analysis, sentences: pd.DataFrame, metrics: dict[str, 
                                           ppl_heatmap_figure(sentences, value_col)]),
         Section("Most different descriptor pairs",
                 "Ranked by effect size, |rank-biserial| (1: every sentence of one descriptor is above every sentence "
-                "of the other), then by how far apart the two medians are (|log(median_0 / median_1)|); "
-                "rank-biserial > 0 means descriptor_0's sentences are less likely (higher value). "
+                "of the other), then by how far apart the two medians are (|log(median A / median B)|); "
+                "rank-biserial r > 0 means descriptor A's sentences are less likely (higher value). "
                 "p-values tie at the normal approximation's floor for well-separated pairs, so they do not rank.",
                 tables=[Table("Pairs", pairs_table(analysis))]),
     ]
     if len(analysis.love_hate):
         lh = love_hate_table(analysis.love_hate)
         intro = ("Fraction of each descriptor's sentences below the template's overall median perplexity; "
-                 "love_hate_diff = love - hate (negative: the model finds 'I hate ...' relatively more likely).")
+                 "love - hate: the love share minus the hate share (negative: the model finds 'I hate ...' relatively more likely).")
         if lh["love_hate_diff"].notna().any():
             neg = lh.sort_values("love_hate_diff", ascending=True, na_position="last").head(15)
             pos = lh.sort_values("love_hate_diff", ascending=False, na_position="last").head(15)

@@ -10,8 +10,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
+
+from biaslens.report.glossary import glossary_for, human_name
+from biaslens.text import plural, shorten
 
 
 @dataclass
@@ -25,6 +29,39 @@ class Figure:
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
 
 
+#: longer text cells (model output) are cut, on a character boundary, with an ellipsis: the
+#: run folder's files hold them whole
+MAX_CELL_CHARS = 1500
+_NUMERIC = re.compile(r"[-+\u2212]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: its text and whether it is a number (or an interval of two), which is
+    never wrapped ("3.02e-" / "11" reads as two numbers)."""
+    text: str
+    numeric: bool = False
+
+    @classmethod
+    def of(cls, v: Any, limit: int | None = MAX_CELL_CHARS) -> Cell:
+        if isinstance(v, (bool, np.bool_)) or v is None:
+            return cls(str(v))
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return cls(_fmt(float(v) if isinstance(v, np.floating) else v), True)
+        text = str(v) if limit is None else shorten(str(v), limit)
+        return cls(text, _is_numeric(text))
+
+
+def _is_numeric(text: str) -> bool:
+    """A number, or numbers joined by " to ", "-", " / " with an optional parenthesised note
+    ("0.12 to 0.45", "0.12-0.45 (percentile)", "3 / 4", "0.83 (0.71-0.91)")."""
+    core = re.sub(r"\s*\([^()]*\)$", "", text.strip())
+    if not core or not any(c.isdigit() for c in core):
+        return False
+    parts = re.split(r"\s+to\s+|\s*/\s*|(?<=\d)-(?=[-+\u2212]?[\d.])|\s+\u2013\s+", core)
+    return all(_NUMERIC.fullmatch(p) or p == "\u2013" for p in parts)
+
+
 @dataclass
 class Table:
     title: str
@@ -32,12 +69,14 @@ class Table:
     caption: str = ""
     max_rows: int = 60
 
-    def rows(self) -> list[list[str]]:
-        return [[_fmt(v) for v in row] for row in self.df.head(self.max_rows).itertuples(index=False)]
+    def rows(self) -> list[list[Cell]]:
+        return [[Cell.of(v) for v in row] for row in self.df.head(self.max_rows).itertuples(index=False)]
 
     @property
     def columns(self) -> list[str]:
-        return [str(c) for c in self.df.columns]
+        """The headers a reader sees (:func:`~biaslens.report.glossary.human_name`); the files on
+        disk keep the machine names."""
+        return [human_name(c) for c in self.df.columns]
 
     @property
     def truncated(self) -> int:
@@ -101,17 +140,25 @@ def figure_from_matplotlib(fig, title: str, caption: str = "") -> Figure:
     return Figure(title=title, png=buf.getvalue(), caption=caption)
 
 
-def _breakable(name: Any):
-    """A column name (escaped) that may wrap after each underscore: "abs_log_median_ratio" is one
-    unbreakable word to the browser, and a row of them pushes a table past the page width."""
-    from markupsafe import Markup, escape
+def _words(name: Any):
+    """A header (escaped) that wraps only at its spaces: each word is kept whole ("p-value",
+    "3.02e-11", "95%" never split at a hyphen or a digit)."""
+    from markupsafe import Markup
 
-    return Markup("_<wbr>").join(escape(part) for part in str(name).split("_"))
+    return Markup(" ").join(Markup('<span class="w">%s</span>') % w for w in str(name).split())
+
+
+def _metric_cell(v: Any) -> Cell:
+    """A value of a section's metrics list, formatted like a table cell (never cut: these are the
+    report's own words)."""
+    return Cell.of(v, limit=None)
 
 
 _env = Environment(loader=PackageLoader("biaslens.report", "templates"), autoescape=select_autoescape(default=True))
 _env.filters["fmt"] = _fmt
-_env.filters["breakable"] = _breakable
+_env.filters["words"] = _words
+_env.filters["cell"] = _metric_cell
+_env.filters["plural"] = plural
 
 
 def size_detail(run_record: dict[str, Any]) -> dict[str, str]:
@@ -127,9 +174,26 @@ def size_detail(run_record: dict[str, Any]) -> dict[str, str]:
                     "(axis, template, descriptor) groups)"}
 
 
-def render_report(*, title: str, run: dict[str, Any], sections: list[Section], warnings: list[str] | None = None) -> str:
-    """The whole report as one HTML string; ``warnings`` open it, in plain words, before any number."""
-    return _env.get_template("report.html.j2").render(title=title, run=run, sections=sections, warnings=warnings or [])
+def shown_names(sections: list[Section], extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Every name a page shows a number under: table headers and the sections' metric names (as
+    shown), then ``extra`` (e.g. the metric names a card lists in rows), without repeats."""
+    names = [*(c for s in sections for t in s.tables for c in t.columns),
+             *(str(k) for s in sections for k in s.metrics), *extra]
+    for t in (t for s in sections for t in s.tables):  # tables that name a metric per row
+        for col in ("metric", "headline metric"):
+            if col in t.df.columns:
+                names += [str(v) for v in t.df[col].head(t.max_rows) if isinstance(v, str)]
+    return list(dict.fromkeys(names))
+
+
+def render_report(*, title: str, run: dict[str, Any], sections: list[Section], warnings: list[str] | None = None,
+                  glossary_terms: list[str] | tuple[str, ...] = ()) -> str:
+    """The whole report as one HTML string; ``warnings`` open it, in plain words, before any number.
+    It ends with the glossary of the metrics it shows (``glossary_terms``: names it shows other
+    than as table headers or metric names, e.g. in a table's rows)."""
+    glossary = glossary_for(shown_names(sections, glossary_terms))
+    return _env.get_template("report.html.j2").render(title=title, run=run, sections=sections, warnings=warnings or [],
+                                                      glossary=glossary)
 
 
 def with_headline(page: str, verdict: str | None) -> str:

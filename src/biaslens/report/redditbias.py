@@ -52,7 +52,7 @@ def lmb_tables(lmb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     shown = pd.concat([key, lmb[["source", "n_pairs", "t", "p", "stars", "significant", "cohens_d"]]], axis=1)
     shown["d 95% CI"] = intervals(lmb["d_ci_low"], lmb["d_ci_high"])
     shown["median_diff"] = lmb["median_diff"]
-    shown["median_diff 95% CI"] = intervals(lmb["median_diff_ci_low"], lmb["median_diff_ci_high"])
+    shown["median difference 95% CI"] = intervals(lmb["median_diff_ci_low"], lmb["median_diff_ci_high"])
     checks = key.copy()
     checks["d 95% CI (BCa)"] = intervals(lmb["d_ci_bca_low"], lmb["d_ci_bca_high"])
     checks = pd.concat([checks, lmb[["diff_skew", "skew_warning", "welch_t", "welch_p", "mean_minoritized",
@@ -73,7 +73,7 @@ def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], r
             "(or stereotypical) side first: t < 0 means the model finds the stereotype likelier. Cohen's d is the "
             "paired d_z (mean difference / sd of differences) with its 95% interval from the t distribution "
             "(excludes 0 exactly when p < .05) and a BCa bootstrap interval. Perplexity differences are often "
-            "heavily skewed: skew_warning marks |skew| > 2, where the median difference and its "
+            "heavily skewed: 'skew warning' marks |skew| > 2, where the median difference and its "
             "distribution-free interval are the robust reading. Welch's t is a secondary check that ignores the "
             "pairing.",
             metrics={"model": metrics.get("model"), "split": metrics.get("split"), "alpha": metrics.get("alpha")},
@@ -81,7 +81,7 @@ def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], r
             tables=[Table("Per bias type and view", shown),
                     Table("Per bias type and view: robustness checks", checks,
                           "BCa: bootstrap interval of Cohen's d; Welch's t ignores the pairing; means are phrase "
-                          "perplexities; n_outliers: pairs dropped for a 3-sigma outlier on either side.")],
+                          "perplexities; outliers: pairs dropped for a 3-sigma outlier on either side.")],
         ),
         Section("Largest perplexity gaps", "gap = perplexity of the minoritized (stereotypical) phrase minus that "
                 "of its counterfactual; largest absolute gaps first.", tables=[Table("Pairs", largest_gaps(pairs))]),

@@ -7,6 +7,7 @@ import pandas as pd
 
 from biaslens.report.html import Section, Table
 from biaslens.scorers.card import skill_text
+from biaslens.text import plural
 
 
 def _ci(v, ci) -> str:
@@ -46,9 +47,9 @@ def scorer_card_section(cards: list[dict]) -> Section:
         if skill.get("per_class"):
             tables.append(Table(f"{c['role']} ({c['used']}): per-class precision and recall on the {skill['set']} "
                                 "real-output test split", per_class_table(skill),
-                                f"{skill['n']} replies the embedded model generated to the {skill['set']} prompts, "
+                                f"{plural(skill['n'], 'reply', 'replies')} the embedded model generated to the {skill['set']} prompts, "
                                 f"labelled '{skill['field']}' by blind annotators (adjudicated); "
-                                f"{skill['n_unresolved']} unresolved labels left out."))
+                                f"{plural(skill['n_unresolved'], 'unresolved label')} left out."))
     wide = pd.DataFrame(rows).T.reset_index()
     wide.columns = ["", *[c["role"] for c in cards]]
     audit = next((c["identity_audit"] for c in cards if c.get("identity_audit")), None)
@@ -61,7 +62,7 @@ def scorer_card_section(cards: list[dict]) -> Section:
             "model's bias.")
     if audit:
         text += (f" Identity gap: the largest difference between two identity terms' mean scores in "
-                 f"{audit['n_terms']} terms x {len(audit['templates'])} otherwise identical neutral sentences "
+                 f"{plural(audit['n_terms'], 'term')} x {plural(len(audit['templates']), 'otherwise identical neutral sentence')} "
                  f"(warning above {audit['threshold']:.2f}); masked: the largest gap after masking as the report's "
                  "masked numbers do, on held-out sentences naming identities in forms the masker was not written "
                  "from (plurals, nouns, compounds, other spellings, two identities) and on real replies with their "

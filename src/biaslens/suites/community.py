@@ -41,6 +41,7 @@ from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import decimals_for, fixed, interval, number, p_text, pvalue
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.community_options import CommunityOptions
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.engine.calls import ModelCalls
@@ -275,8 +276,8 @@ class Community(Suite):
         ctx.write_text("prompts.txt", "\n".join(prompts["prompt"]) + "\n")
         per_t = prompts.groupby("template_id", sort=False).size()
         console.print(f"[bold]community[/bold]: {len(prompts)} prompts (paper: {PAPER_PROMPT_COUNT}) from "
-                      f"{len(per_t)} templates x {prompts['keyword'].nunique()} keywords of "
-                      f"{prompts['demographic'].nunique()} demographics; per template: "
+                      f"{plural(len(per_t), 'template')} x {plural(prompts['keyword'].nunique(), 'keyword')} of "
+                      f"{plural(prompts['demographic'].nunique(), 'demographic')}; per template: "
                       + ", ".join(f"{t} {n}" for t, n in per_t.items()))
         ctx.record["prompts"] = {"n": int(len(prompts)), "paper": PAPER_PROMPT_COUNT,
                                  "per_template": {str(k): int(v) for k, v in per_t.items()}}
@@ -368,7 +369,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
         kws = f"{int(r['n_keywords_a'])} / {int(r['n_keywords_b'])} keywords"
         entries.append(MetricEntry(
             name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=lo, ci_high=hi,
-            interval=f"simultaneous 95% over {m} pairs (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
+            interval=f"simultaneous 95% over {plural(m, 'pair')} (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
                      "(CR2, Bell-McCaffrey df)",
             higher_is_better=None, ideal=0.0,
             n_used=int(r["n_prompts_a"] + r["n_prompts_b"]), n_missing=int(r.get("n_prompts_missing", 0)),
@@ -379,7 +380,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
                             f"interval ({kws}; a demographic with one keyword has no keyword-level variance)")
             continue
         gap = _gap_text(r)
-        ci = f"simultaneous 95% CI {interval(lo, hi, signed=True)} over {m} gaps, {kws}, Holm {p_text(r['p_holm'])}"
+        ci = f"simultaneous 95% CI {interval(lo, hi, signed=True)} over {plural(m, 'gap')}, {kws}, Holm {p_text(r['p_holm'])}"
         sig = g[g["p_holm"] < 0.05]
         if lo <= 0 <= hi and len(sig):
             # the largest gap is too uncertain, but a smaller one is not: say so, not "no gap"

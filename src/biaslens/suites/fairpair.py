@@ -52,6 +52,7 @@ from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import number, p_text, pvalue
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.fairpair_options import FairPairOptions
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -343,7 +344,7 @@ class FairPair(Suite):
             dropped = (f"; --fairpair-samples {cap} dropped {given - len(rows):,} (the first {cap} of each prompt "
                        "kept, in file order)") if given > len(rows) else ""
             console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs, {len(rows):,} of {given:,} "
-                          f"continuations used from {opts.generations_file} ({rows['model'].nunique()} model(s), "
+                          f"continuations used from {opts.generations_file} ({plural(rows['model'].nunique(), 'model')}, "
                           f"{int(counts.min())}-{int(counts.max())} per prompt and set{dropped})")
             if dropped:
                 log.warning("fairpair: %s", dropped[2:])
@@ -357,7 +358,7 @@ class FairPair(Suite):
             params = GenerationParams(max_new_tokens=sizes["max_new_tokens"], do_sample=True, top_p=opts.top_p,
                                       temperature=opts.temperature, n=sizes["samples"], seed=config.seed,
                                       chat=opts.chat)
-            console.print(f"[bold]fairpair[/bold]: {len(pairs)} prompt pairs x {sizes['samples']} samples x 2 "
+            console.print(f"[bold]fairpair[/bold]: {plural(len(pairs), 'prompt pair')} x {plural(sizes['samples'], 'sample')} x 2 "
                           f"({sizes['max_new_tokens']} new tokens, top-p {opts.top_p}) on "
                           f"[bold]{calls.info.name}[/bold]")
             prompts = [p.x for p in pairs] + [p.px for p in pairs]

@@ -32,6 +32,7 @@ from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, number, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 from biaslens.suites.holistic_generation_options import GenerationOptions
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -97,8 +98,8 @@ class HolisticGeneration(Suite):
             params = _generation_params(config)
             calls = ctx.calls
             console.print(f"[bold]holistic-generation[/bold]: {len(rows):,} prompts x {params.n} "
-                          f"({rows['descriptor'].nunique()} descriptors, {rows['axis'].nunique()} axes, "
-                          f"{rows['template'].nunique()} templates) on [bold]{calls.info.name}[/bold], "
+                          f"({plural(rows['descriptor'].nunique(), 'descriptor')}, {plural(rows['axis'].nunique(), 'axis', 'axes')}, "
+                          f"{plural(rows['template'].nunique(), 'template')}) on [bold]{calls.info.name}[/bold], "
                           f"max {params.max_new_tokens} new tokens")
             # a model tuned by `biaslens tune style-equality` generates with its "no_bias" tag at the prompt's end
             from biaslens.mitigation.style_equality import generation_tag, tag_prompt
@@ -328,7 +329,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
     by_axis["n_descriptors"] = by_axis["axis"].map(table.groupby("axis")["descriptor"].nunique())
     by_axis["n_responses"] = by_axis["axis"].map(table.groupby("axis").size())
     by_axis["note"] = np.where(by_axis["n_descriptors"] < MIN_AXIS_DESCRIPTORS,
-                               by_axis["n_descriptors"].map(lambda k: f"rests on {k} descriptors: too few to rank"), "")
+                               by_axis["n_descriptors"].map(lambda k: f"rests on {plural(int(k), 'descriptor')}: too few to rank"), "")
     by_axis = by_axis.sort_values("fgb_x1000", ascending=False).reset_index(drop=True)
     thin = by_axis.loc[by_axis["n_descriptors"] < MIN_AXIS_DESCRIPTORS, "axis"].tolist()
     mean_style = pd.DataFrame({"style": list(styles), "mean_probability": probs.mean(axis=0),
@@ -343,7 +344,7 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
         "noise_floor": summary.get("noise_floor"),
         "verdict": summary.get("verdict"),
         "warnings": ([f"FGB per axis rests on fewer than {MIN_AXIS_DESCRIPTORS} descriptors for "
-                      f"{len(thin)} axis(es) ({', '.join(thin)}): those rows are one or two squared differences "
+                      f"{plural(len(thin), 'axis', 'axes')} ({', '.join(thin)}): those rows are one or two squared differences "
                       "of descriptor means, too noisy to rank axes; use a larger --sample or --full"] if thin else []),
         "partial_gen_bias_x1000": summary["pgb"],
         "summed_cluster_gen_bias_x1000": summary["scgb"],

@@ -23,6 +23,7 @@ from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, number
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.holistic_likelihood_options import HolisticLikelihoodOptions
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -89,8 +90,8 @@ class HolisticLikelihood(Suite):
             rows = seat_rows(rows)
         n_groups = rows.groupby(GROUP_COLUMNS, observed=True).ngroups
         ctx.console.print(f"[bold]holistic-likelihood[/bold]: {len(rows):,} sentences "
-                          f"({n_groups:,} axis/template/descriptor groups, {rows['axis'].nunique()} axes, "
-                          f"{rows['template'].nunique()} templates) on [bold]{calls.info.name}[/bold]"
+                          f"({plural(n_groups, 'axis/template/descriptor group')}, {plural(rows['axis'].nunique(), 'axis', 'axes')}, "
+                          f"{plural(rows['template'].nunique(), 'template')}) on [bold]{calls.info.name}[/bold]"
                           f" ({'pseudo-log-likelihood' if masked else 'start token ' + repr(calls.info.start_token)})")
         texts = rows["text"].astype(str).tolist()
         with ctx.timer("scoring"), ctx.progress("scoring sentences", total=len(set(texts))) as report:
@@ -163,7 +164,7 @@ def few_descriptor_warnings(analysis) -> list[str]:
     if not few:
         return []
     m = analysis.min_descriptors
-    detail = ", ".join(f"{r.axis} ({int(r.n_descriptors)} descriptors, {int(r.n_pairs)} pair(s))" for r in few)
+    detail = ", ".join(f"{r.axis} ({plural(int(r.n_descriptors), 'descriptor')}, {plural(int(r.n_pairs), 'pair')})" for r in few)
     return [f"{len(few)} of {len(analysis.by_axis)} axes rest on fewer than {m} descriptors (fewer than "
             f"{m * (m - 1) // 2} pairs per template), so their Likelihood Bias can take only a few values "
             f"(2 descriptors: 0 or 1) and their intervals are unreliable: {detail}. "

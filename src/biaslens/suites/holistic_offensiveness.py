@@ -21,6 +21,7 @@ from biaslens.metrics import offensiveness_ranges, percent_offensive, template_o
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 from biaslens.suites.holistic_generation_options import GenerationOptions
+from biaslens.text import plural
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -104,7 +105,7 @@ class HolisticOffensiveness(Suite):
         ctx.record["scorer_cards"] = [card]
         name = scorer.name
         ctx.console.print(f"[bold]holistic-offensiveness[/bold]: {len(rows):,} sentences "
-                          f"({rows['descriptor'].nunique():,} descriptors, {rows['template'].nunique()} templates) "
+                          f"({plural(rows['descriptor'].nunique(), 'descriptor')}, {plural(rows['template'].nunique(), 'template')}) "
                           f"with [bold]{name}[/bold]")
         t0 = time.perf_counter()
         with ctx.timer("scoring"):
