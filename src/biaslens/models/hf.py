@@ -200,11 +200,12 @@ class HFCausalBackend(TokenizerBackend):
     #: cache of 128 rows of 100 tokens is about 0.6 GB for a 135M model
     GENERATE_BATCH_SIZE = 128
     #: on a GPU, rows per generation batch up to this many while their key/value cache fits in
-    #: a quarter of the free GPU memory: on an H100 the embedded model generated 10,032 tokens/s
-    #: at 512 rows vs 2,685 at 128 (benchmarks/bench_cuda.py)
+    #: a quarter of the free GPU memory: on an H100 the embedded model generated 3.7-4.2x the
+    #: tokens/s at 512 rows as at 128 (benchmarks/bench_cuda.py)
     GENERATE_BATCH_SIZE_GPU = 512
     #: texts per trie-packed scoring batch on a GPU: 1,024 scored 4,064 sentences/s on an H100
-    #: vs 3,166 at 256 (benchmarks/bench_cuda.py); 4,096 gained another 10% for 40% more memory
+    #: vs 3,166 at 256 on a 20,000-sentence sample (benchmarks/bench_cuda.py); the full v1.0 run
+    #: was no faster (the host's work dominates there); 4,096 gained 10% for 37% more memory
     TRIE_BATCH_SIZE_GPU = 1024
 
     @property
