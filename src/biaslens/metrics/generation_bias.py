@@ -530,7 +530,7 @@ def noise_floor_verdict(p_value: float, n_responses: int, *, alpha: float = 0.05
     """The noise-floor result in words, with the p-value and the number of responses.
 
     >>> noise_floor_verdict(0.01, 1200)
-    'above the noise floor (p = 0.01, 1,200 responses)'
+    'above the noise floor (p = 0.010, 1,200 responses)'
     """
     if p_value <= alpha:
         return f"above the noise floor ({p_text(p_value)}, {n_responses:,} responses)"

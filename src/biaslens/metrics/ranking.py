@@ -93,6 +93,17 @@ def simultaneous_differences(values: ArrayLike, ci_low: ArrayLike, ci_high: Arra
         excludes 0), ``distinguishable``, and ``m`` (pairs in the family).
         A pair whose facing half-widths are both 0 has no usable uncertainty: NaN, not
         distinguishable.
+
+    Three models at 0.0, 1.0 and 0.1, each with a 95% interval of +-0.196 (a standard error of
+    0.1): every difference has a standard error of sqrt(0.1**2 + 0.1**2) = 0.141 and, over the 3
+    pairs, a Bonferroni critical value z(1 - 0.05/6) = 2.394, so a half-width of 0.339: the
+    differences of 1.0 and 0.9 are told apart, that of 0.1 is not.
+
+    >>> d = simultaneous_differences([0.0, 1.0, 0.1], [-0.196, 0.804, -0.096], [0.196, 1.196, 0.296])
+    >>> [(int(a), int(b), round(float(x), 1), bool(y)) for a, b, x, y in zip(d.i, d.j, d["diff"], d.distinguishable)]
+    [(0, 1, -1.0, True), (0, 2, -0.1, False), (1, 2, 0.9, True)]
+    >>> round(float(d.critical[0]), 3), round(float(d.ci_high[1] - d["diff"][1]), 3)
+    (2.394, 0.339)
     """
     v = np.asarray(values, dtype=np.float64)
     r = pairwise_tests(v, ci_low, ci_high, alpha=alpha, ci_level=ci_level, df=df)
