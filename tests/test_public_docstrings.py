@@ -16,7 +16,10 @@ def _definition(module: str, name: str, hops: int = 3) -> ast.AST | None:
     path = SRC / module.replace(".", "/")
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
+    # top-level definitions, and those under a top-level ``if`` (``if TYPE_CHECKING: class X``
+    # for a class built at run time)
+    nested = [n for node in tree.body if isinstance(node, ast.If) for n in (*node.body, *node.orelse)]
+    for node in [*tree.body, *nested]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return node
     for node in tree.body:

@@ -180,6 +180,9 @@ def suite_sections() -> dict[str, type[Section]]:
 
 if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
     class RunConfig(RunConfigBase):
+        """Everything a run needs: RunConfigBase plus one section per registered suite's options
+        module (built at run time from the registry; this is how a type checker sees it)."""
+
         likelihood: HolisticLikelihoodOptions
         redditbias: RedditBiasOptions
         fairpair: FairPairOptions

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens.errors import ConfigError
+from biaslens.fileio import write_atomic
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def write_hf_dataset(df: pd.DataFrame, out: str | Path, card: Card, *, biaslens_
     tmp = out.with_name(out.name + ".tmp-export")
     shutil.rmtree(tmp, ignore_errors=True)
     ds.save_to_disk(str(tmp))
-    (tmp / "README.md").write_text(dataset_card(df, card, features, biaslens_version), encoding="utf-8")
+    write_atomic(tmp / "README.md", dataset_card(df, card, features, biaslens_version))
     if out.exists():
         out.rmdir()
     tmp.rename(out)
