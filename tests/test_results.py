@@ -27,7 +27,9 @@ def test_metrics_json_keeps_suite_keys_and_adds_the_uniform_part():
     assert out["warnings"] == ["few descriptors"]
     assert out["entries"][0] == {"name": "likelihood_bias", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
                                  "interval": None, "higher_is_better": None, "ideal": None, "n_used": None,
-                                 "n_missing": None, "description": ""}
+                                 "n_missing": None, "description": "", "level": None, "df": None, "test": None,
+                                 "p_value": None, "reference": None, "reference_label": None, "detectable": None,
+                                 "verdict": None, "judge": None, "judge_has_skill": None}
     assert MetricsRecord.model_validate(out).headline.name == "likelihood_bias"
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: version of the uniform part of metrics.json (bump when a field changes meaning)
-METRICS_SCHEMA_VERSION = 2
+METRICS_SCHEMA_VERSION = 3
 
 
 class MetricEntry(BaseModel):
@@ -35,8 +35,26 @@ class MetricEntry(BaseModel):
     n_used: int | None = Field(None, description="items the value rests on")
     n_missing: int | None = Field(None, description="items dropped (missing scores, unmatched rows)")
     description: str = ""
+    # --- the verdict as data: what the card, compare, the leaderboard and the picture read ---
+    level: float | None = Field(None, description="coverage of [ci_low, ci_high], e.g. 0.95, or 1 - 0.05/5 for an "
+                                "interval simultaneous over 5 types; null: 0.95")
+    df: float | None = Field(None, description="degrees of freedom of the interval's t reference; null: normal or "
+                             "resampling interval")
+    test: str | None = Field(None, description="the test the verdict rests on, after any multiplicity correction")
+    p_value: float | None = Field(None, description="that test's p-value (corrected where the test says so)")
+    reference: float | None = Field(None, description="the value the verdict compares the estimate with when it is not "
+                                    "`ideal` (a noise floor, a chance level)")
+    reference_label: str | None = Field(None, description="what `reference` is, e.g. 'permuted-label noise floor'")
+    detectable: float | None = Field(None, description="the smallest effect, in this entry's units, that the design "
+                                     "detects with 80% power (what 'cannot tell' rules out)")
+    verdict: Literal["detected", "not_detected", "cannot_tell"] | None = Field(
+        None, description="'detected': the test rejects; 'not_detected': it does not and the design could have "
+        "detected `detectable`; 'cannot_tell': it does not and the design has no power")
+    judge: str | None = Field(None, description="the scorer (judge) the value rests on, if any")
+    judge_has_skill: bool | None = Field(None, description="false when that judge has no measured skill on labelled "
+                                         "real model output: the value is then not evidence of bias")
 
-    @field_validator("value", "ci_low", "ci_high", "ideal", mode="before")
+    @field_validator("value", "ci_low", "ci_high", "ideal", "reference", "detectable", "p_value", mode="before")
     @classmethod
     def _finite_or_none(cls, v: Any) -> float | None:
         # NaN/inf have no JSON form: a number that cannot be computed is null
