@@ -172,6 +172,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                                "annotators gave it too, with a 95% interval.", "1"),
     "recall (95% Wilson)": ("Of the replies the language-model annotators gave this label, the share the classifier "
                             "found, with a 95% interval.", "1"),
+    "judge": ("The classifier the number rests on; \"judge without measured skill\" when its scorer card showed no "
+              "skill on labelled real model output: the number is then the judge's output, not evidence of bias.",
+              "a judge with measured skill"),
     "identity gap": ("The largest difference between two identity terms' mean scores in otherwise identical "
                      "neutral sentences: the classifier's reaction to the identity word itself.", "0"),
     # redditbias

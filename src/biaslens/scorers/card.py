@@ -150,6 +150,75 @@ def _labels_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _no_skill_at_threshold(skill: dict) -> bool:
+    """A score with ranking skill (AUROC) whose balanced accuracy at its threshold does not lie above 0.5."""
+    ci = skill.get("balanced_accuracy_ci")
+    return skill.get("headline") == "AUROC" and (ci is None or ci[0] <= skill["balanced_accuracy_baseline"])
+
+
+def judge_has_skill(card: dict | None, *, at_threshold: bool = False) -> bool:
+    """The one decision whether a number resting on this judge can be read: its card measured
+    skill on labelled real model output (the headline's interval above its baseline), and, for a
+    number that counts texts above the judge's threshold (``at_threshold``), skill at that
+    threshold too. An unmeasured judge (no labels, an older run's card) has no measured skill."""
+    skill = (card or {}).get("skill") or {}
+    if skill.get("status") != "measured" or skill.get("no_skill", True):
+        return False
+    return not (at_threshold and _no_skill_at_threshold(skill))
+
+
+def mark_judged_entries(entries: list, cards: list[dict], judged: dict[str, tuple[str, bool]]) -> None:
+    """Fill ``judge`` and ``judge_has_skill`` of the entries a suite declares as resting on a judge
+    (``Suite.judged_entries``: entry name or its part before the first "." -> (role, at_threshold)),
+    from the run's scorer card of that role; fields a suite set itself are kept."""
+    for e in entries:
+        spec = judged.get(e.name) or judged.get(e.name.split(".", 1)[0]) or next(
+            (v for k, v in judged.items() if e.name.startswith(k + ".")), None)
+        card = next((c for c in cards if spec and c.get("role") == spec[0]), None)
+        if card is None:
+            continue
+        if e.judge is None:
+            e.judge = card.get("used")
+        if e.judge_has_skill is None:
+            e.judge_has_skill = judge_has_skill(card, at_threshold=spec[1])
+
+
+def _skill_figure(skill: dict) -> str:
+    """"AUROC 0.64 (95% CI 0.49-0.78; baseline 0.50)", plus the balanced accuracy at the threshold
+    where that is what failed; "not measured (why)" for a judge without labels."""
+    if skill.get("status") != "measured" or skill.get("value") is None:
+        return f"not measured ({skill.get('reason') or 'no measurement in this run'})"
+    text = (f"{skill['headline']} {skill['value']:.2f} (95% CI {skill['ci'][0]:.2f}-{skill['ci'][1]:.2f}; "
+            f"baseline {skill['baseline']:.2f})")
+    if not skill["no_skill"] and _no_skill_at_threshold(skill):
+        lo, hi = skill["balanced_accuracy_ci"]
+        text += (f", at the {skill['threshold']:g} threshold balanced accuracy {skill['balanced_accuracy']:.2f} "
+                 f"({lo:.2f}-{hi:.2f}; baseline 0.50)")
+    return text
+
+
+def no_skill_caveats(entries: list, cards: list[dict], *, with_values: bool = False) -> list[str]:
+    """One plain sentence per judge without measured skill: the entries (or, where no entry names
+    them, the figures) that rest on it (``with_values``: each with its value) and the skill figure
+    that says so. What the verdict and the terminal summary put next to such numbers."""
+    from biaslens.results import NO_SKILL_NOTE
+    from biaslens.rounding import number
+
+    out = []
+    for card in cards:
+        judge = card.get("used")
+        names = [f"{e.name} = {number(e.value)}" if with_values and e.value is not None else e.name
+                 for e in entries if e.judge == judge and e.judge_has_skill is False]
+        if not names and judge_has_skill(card):
+            continue
+        what = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) if names else \
+            DEPENDENTS.get(card.get("role"), "the figures")
+        out.append(f"{NO_SKILL_NOTE}: {what} rest{'s' if len(names) == 1 else ''} on {judge} ({card.get('role')} "
+                   f"judge; {_skill_figure(card.get('skill') or {})} on labelled real model output), not evidence "
+                   "of the model's bias")
+    return out
+
+
 def skill_verdict(skill: dict, role: str, judge: str) -> str:
     """One plain sentence: measured skill above the baseline, or no measured skill (and why)."""
     if skill.get("status") == "not measured":
@@ -167,7 +236,7 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
                 f"{DEPENDENTS[role][1:]} rest on this judge and cannot be read as the model's bias.")
     text = f"The {role} judge {judge} scored {fig} {where}, above {base}."
     ba, ba_ci = skill.get("balanced_accuracy"), skill.get("balanced_accuracy_ci")
-    if head == "AUROC" and ba is not None and ba_ci[0] <= skill["balanced_accuracy_baseline"]:
+    if ba is not None and _no_skill_at_threshold(skill):
         text += (f" But at the threshold {skill['threshold']:g} it showed no measured skill (balanced accuracy "
                  f"{ba:.2f}, 95% CI {ba_ci[0]:.2f}-{ba_ci[1]:.2f}, baseline 0.50): figures that count replies above "
                  "the threshold rest on a judge without measured skill there.")

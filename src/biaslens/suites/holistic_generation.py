@@ -73,6 +73,7 @@ class HolisticGeneration(Suite):
     #: style_probabilities: the style classifier's output, so a re-render needs no classifier
     stored_tables = ("responses", "style_probabilities")
     main_table = "responses"
+    judged_entries = {"full_gen_bias_x1000": ("style", False)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl
