@@ -411,10 +411,11 @@ _JUDGE_PACKAGES = {"ProfanityCheck": ("alt-profanity-check",), "VaderSentiment":
 
 def judge_fingerprint(judge) -> list[str]:
     """What identifies a judge's behaviour beyond its name: the versions of the packages it scores
-    with and a digest of its fitted weights (a retrained style head is another judge)."""
+    with, a digest of its fitted weights (a retrained style head is another judge), and whatever
+    the judge says identifies it (its own ``fingerprint`` attribute: a list of strings)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    out = []
+    out = [str(x) for x in getattr(judge, "fingerprint", None) or []]
     for dist in _JUDGE_PACKAGES.get(type(judge).__name__, ()):
         try:
             out.append(f"{dist}=={version(dist)}")

@@ -229,8 +229,9 @@ BLOCKS = {"skill-table": skill_table, "style-per-class": style_per_class_table, 
 
 # -- the docs -----------------------------------------------------------------------------------
 
-_FIG = re.compile(r"<!-- fig (?P<spec>[\w.\-]+)(?: (?P<fmt>[\w.%,]+))? -->(?P<text>.*?)<!-- /fig -->", re.S)
-_BLOCK = re.compile(r"(?P<open><!-- figures (?P<name>[\w\-]+) -->\n)(?P<text>.*?)(?P<close>\n?<!-- /figures -->)", re.S)
+# (a marker quoted in `code` is an example, not a figure)
+_FIG = re.compile(r"(?<!`)<!-- fig (?P<spec>[\w.\-]+)(?: (?P<fmt>[\w.%,]+))? -->(?P<text>.*?)<!-- /fig -->", re.S)
+_BLOCK = re.compile(r"(?P<open>(?<!`)<!-- figures (?P<name>[\w\-]+) -->\n)(?P<text>.*?)(?P<close>\n?<!-- /figures -->)", re.S)
 #: a judge figure typed by hand: a headline word, then a number with two decimals
 _UNMARKED = re.compile(r"(AUROC|balanced accuracy|macro-F1)[^.\d|\n]{0,24}?\**0\.\d\d")
 
