@@ -5,9 +5,10 @@
 RUNS_DIR holds the run folders named in RUNS below (made with the commands in
 src/biaslens/scorers/data/real_output/README.md). Only the prompt, the reply and how it was
 generated are copied: no classifier column of the run (style, offensiveness, sentiment,
-toxicity) reaches the output, so annotators stay blind. Identical replies are kept once (the
-first in RUNS order). With --annot-dir, annotator batches (id, prompt, response only, in a
-seeded shuffled order) of about 160 items are written there too.
+toxicity) reaches the output, so the (language-model) annotators stay blind. Identical replies are kept once (the
+first in RUNS order). With --annot-dir, annotation batches (id, prompt, response only, in a
+seeded shuffled order) of about 160 items are written there too: what each annotator is given
+with docs/annotation.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Freeze the blind annotation passes of one real-output set into the repository (issue #24).
 
-    python scripts/freeze_labels.py holistic --annot-dir ANNOT_DIR [--out src/biaslens/scorers/data/real_output]
+    python scripts/freeze_labels.py holistic --annot-dir BATCHES [--out src/biaslens/scorers/data/real_output]
 
-Reads ``ANNOT_DIR/pass{1,2,3}/<set>_chunk_*.labels.jsonl`` (the annotators' chunk files),
+BATCHES is the batch folder ``build_real_output.py --annot-dir`` wrote; each pass's label files
+go in ``pass1/``, ``pass2/``, ``pass3/`` under it. Reads ``BATCHES/pass{1,2,3}/<set>_chunk_*.labels.jsonl``
+(the language-model annotators' label files, one per batch),
 writes one file per pass (``<set>_labels_pass{1,2,3}.jsonl``, lines in the order of
 ``<set>_unlabelled.jsonl``, every key the annotator wrote kept), the final labels by the
 written rule (``<set>_labels_final.jsonl``, :func:`biaslens.scorers.labelled.adjudicate`) and
@@ -111,7 +113,8 @@ def markdown(task: str, r: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("task", choices=sorted(LABEL_FIELDS))
-    ap.add_argument("--annot-dir", type=Path, required=True)
+    ap.add_argument("--annot-dir", type=Path, required=True, metavar="BATCHES",
+                    help="the annotation batch folder, with each pass's label files in pass1/, pass2/, pass3/")
     ap.add_argument("--out", type=Path, default=data_dir())
     args = ap.parse_args(argv)
     try:

@@ -2,7 +2,7 @@
 embeddings (+ the three rule flags) -> the paper's six style clusters + Other, fitted on the
 DEV half of the holistic real-output set only.
 
-    flock /tmp/biaslens-cpu.lock python scripts/train_style_head.py [--out src/biaslens/scorers/data/style_head.npz]
+    python scripts/train_style_head.py [--out src/biaslens/scorers/data/style_head.npz]
 
 Model choice on dev only: 5-fold stratified cross-validation (fixed folds) over the L2 strength,
 class weighting and whether the rule flags are features; the score is out-of-fold balanced

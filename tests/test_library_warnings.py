@@ -14,7 +14,7 @@ PROMPTS = ["I love being a grandmother.", "I love being a grandfather.", "I love
 
 @pytest.fixture(params=["llama", "gpt2", pytest.param("embedded", marks=pytest.mark.slow)])
 def backend(request, tmp_path_factory):
-    """Tiny random Llama and GPT-2 (fast: every cache path, no CPU lock needed) and the embedded model."""
+    """Tiny random Llama and GPT-2 (fast: every cache path) and the embedded model."""
     if request.param == "embedded":
         return request.getfixturevalue("embedded_model")
     from biaslens.models import load_model

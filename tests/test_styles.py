@@ -1,5 +1,5 @@
 """The zero-shot style classifier: preprocessing, inventory validation, accuracy on a
-hand-labelled set, and the Hugging Face classifier alternative.
+author-labelled set, and the Hugging Face classifier alternative.
 
 Accuracy: the descriptions and temperature of the built-in inventory were tuned on
 tests/data/styles_dev.jsonl only (40 responses); tests/data/styles_test.jsonl (40 other

@@ -20,6 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 METRICS_SCHEMA_VERSION = 3
 
 
+#: what every surface says next to a number that rests on a judge without measured skill
+NO_SKILL_NOTE = "judge without measured skill"
+
+
 class MetricEntry(BaseModel):
     """One number a suite reports, with what a reader needs to trust it."""
 
@@ -116,9 +120,16 @@ class SuiteResult:
     warnings: list[str] = field(default_factory=list)
 
     def metrics_json(self, suite: str, model: str | None) -> dict[str, Any]:
-        """metrics.json: the suite's keys, then the uniform part (validated)."""
+        """metrics.json: the suite's keys, then the uniform part (validated). Its ``warnings`` hold
+        the suite's warnings and each scorer card's no-skill verdict (a script reading only the
+        uniform part must see that a number rests on a judge without measured skill)."""
+        warnings = list(self.metrics.get("warnings") or self.warnings)
+        for card in self.metrics.get("scorer_cards") or []:
+            w = card.get("skill_warning") if isinstance(card, dict) else None
+            if w and w not in warnings:
+                warnings.append(w)
         uniform = MetricsRecord(suite=suite, model=self.metrics.get("model") or model, entries=self.entries, verdict=self.verdict,
-                                warnings=list(self.metrics.get("warnings") or self.warnings))
+                                warnings=warnings)
         return {**self.metrics, **uniform.model_dump(mode="json")}
 
 

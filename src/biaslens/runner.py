@@ -181,6 +181,7 @@ def finish(suite: Suite, folder: RunFolder, tables: dict[str, Any], actx: Analys
     (a run and a re-render both end here)."""
     with folder.timer("metrics"):
         result = suite.analyse(tables, actx)
+        _judged(suite, result)
     for name, table in result.tables.items():
         folder.write_table(name, table)
     folder.write_json("metrics.json", result.metrics_json(suite.name, actx.model_name))
@@ -189,15 +190,34 @@ def finish(suite: Suite, folder: RunFolder, tables: dict[str, Any], actx: Analys
     return result
 
 
+def _judged(suite: Suite, result: SuiteResult) -> None:
+    """The entries that rest on a judge carry it and its skill (``Suite.judged_entries``), and the
+    verdict says "judge without measured skill" where a number it states rests on one."""
+    from biaslens.scorers.card import mark_judged_entries, no_skill_caveats
+
+    cards = result.metrics.get("scorer_cards") or []
+    mark_judged_entries(result.entries, cards, suite.judged_entries)
+    flagged = [e for e in result.entries if e.judge_has_skill is False]
+    caveats = no_skill_caveats(flagged, [c for c in cards if any(e.judge == c.get("used") for e in flagged)])
+    if result.verdict and caveats:
+        result.verdict = result.verdict.rstrip(". ") + "; " + "; ".join(caveats)
+        if "verdict" in result.metrics:  # suites that keep their sentence in metrics too say the same
+            result.metrics["verdict"] = result.verdict
+
+
 def _print_footer(console, results_console, result: SuiteResult, out: Path) -> None:
-    """Scorer warnings (with the progress) and the report path (with the results), under every
-    suite's summary."""
+    """Scorer warnings (with the progress), then "judge without measured skill" beside the numbers
+    and the report path (with the results), under every suite's summary."""
     from rich.markup import escape
 
-    from biaslens.scorers.card import card_warnings
+    from biaslens.scorers.card import card_warnings, no_skill_caveats
 
-    for text in card_warnings(result.metrics.get("scorer_cards") or []):
+    cards = result.metrics.get("scorer_cards") or []
+    for text in card_warnings(cards):
         console.print(f"[bold red]warning:[/bold red] {escape(text)}")
+    # with the numbers themselves: a reader of standard output alone sees which ones to discount
+    for text in no_skill_caveats(result.entries, cards, with_values=True):
+        results_console.print(f"[bold]{escape(text)}[/bold]", soft_wrap=True)
     # soft_wrap: never break the path across lines (CI logs are 80 columns); escape: "[" in paths
     results_console.print(f"report: [bold]{escape(str(out / 'report.html'))}[/bold]", soft_wrap=True)
 

@@ -22,8 +22,10 @@ from typing import Any
 JSON_HELP = ("Print the results as one JSON object on standard output (headline entries, verdicts, "
              "folders, status) and nothing else there; the human summary goes to standard error.")
 
-#: the fields of a uniform metric entry (biaslens.results.MetricEntry) a script needs
-ENTRY_FIELDS = ("name", "value", "ci_low", "ci_high", "interval", "higher_is_better", "ideal", "n_used", "n_missing")
+#: the fields of a uniform metric entry (biaslens.results.MetricEntry) a script needs; ``judge_has_skill``
+#: false: the value rests on a judge without measured skill and is not evidence of bias
+ENTRY_FIELDS = ("name", "value", "ci_low", "ci_high", "interval", "higher_is_better", "ideal", "n_used", "n_missing",
+                "judge", "judge_has_skill")
 
 
 class CommandOutput:

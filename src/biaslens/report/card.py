@@ -9,6 +9,7 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, render_report
+from biaslens.results import NO_SKILL_NOTE
 from biaslens.rounding import decimals_for, estimate, fixed, interval, number
 from biaslens.scorers.card import skill_text
 
@@ -45,8 +46,18 @@ def method_sentence(row: dict[str, Any]) -> str:
     if status != "complete":
         return f"{name}: skipped ({verdict or status}); no number."
     if not verdict or verdict.startswith("no verdict"):
-        return f"{name}: {_entry_reading(row)}."
+        verdict = _entry_reading(row)
+    judges = sorted({str(e.get("judge")) for e in row.get("entries") or [] if e.get("judge_has_skill") is False})
+    if judges and NO_SKILL_NOTE not in verdict:  # a run whose verdict predates the note still says it
+        verdict = f"{verdict.rstrip('. ')}; numbers here rest on a {NO_SKILL_NOTE} ({', '.join(judges)})"
     return f"{name}: {verdict}" + ("" if verdict.endswith(".") else ".")
+
+
+def _judge_cell(e: dict[str, Any] | None) -> str:
+    """The judge a number rests on, and "judge without measured skill" where that is so."""
+    if not e or not e.get("judge"):
+        return "–"
+    return f"{e['judge']}: {NO_SKILL_NOTE}" if e.get("judge_has_skill") is False else str(e["judge"])
 
 
 def _entry_reading(row: dict[str, Any]) -> str:
@@ -142,7 +153,9 @@ def render_card(card: dict[str, Any]) -> str:
         value, ci = _value_and_interval(r)
         rows.append({"method": r.get("title", r["suite"]), "headline metric": r.get("headline") or "–",
                      "value": value, "95% interval": ci, "direction": _direction(r), "status": r.get("status"),
-                     "seconds": r.get("seconds")})
+                     "seconds": r.get("seconds"), "judge": _judge_cell((r.get("entries") or [None])[0])})
+    if all(row["judge"] == "–" for row in rows):
+        rows = [{k: v for k, v in row.items() if k != "judge"} for row in rows]
     done = sum(r.get("status") == "complete" for r in methods)
     glance = Section(
         "At a glance",
@@ -161,8 +174,11 @@ def render_card(card: dict[str, Any]) -> str:
             continue
         entries = pd.DataFrame([{"metric": e.get("name"), **dict(zip(("value", "95% interval"), _value_and_interval(e))),
                                  "interval method": e.get("interval") or "–", "n used": _value(e.get("n_used")),
-                                 "n missing": _value(e.get("n_missing")), "what it is": e.get("description") or ""}
+                                 "n missing": _value(e.get("n_missing")), "judge": _judge_cell(e),
+                                 "what it is": e.get("description") or ""}
                                 for e in r.get("entries") or []])
+        if len(entries) and (entries["judge"] == "–").all():
+            entries = entries.drop(columns="judge")
         tables = [Table("Metrics", entries, max_rows=30)] if len(entries) else []
         cards = r.get("scorer_cards") or []
         if cards:
@@ -171,8 +187,9 @@ def render_card(card: dict[str, Any]) -> str:
                 "skill on labelled real output (test)": skill_text(c["skill"]) if c.get("skill") else "not measured",
                 "warning": " ".join(filter(None, (c.get("skill_warning"), c.get("warning"))))} for c in cards])))
         intro = r.get("verdict", "")
-        if r.get("warnings"):
-            intro += " Warnings: " + " ".join(r["warnings"])
+        shown = {c.get("skill_warning") for c in cards}  # already in the scorer-card table below
+        if [w for w in r.get("warnings") or [] if w not in shown]:
+            intro += " Warnings: " + " ".join(w for w in r["warnings"] if w not in shown)
         sections.append(Section(r.get("title", r["suite"]), intro, tables=tables, links=links))
     machine = card.get("machine") or {}
     budget = {"budget": card["budget"]}

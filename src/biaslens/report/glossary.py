@@ -143,10 +143,10 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "top-1 share": ("Share of responses whose most probable style is in this cluster.", "none: it describes, it does not measure bias"),
     "mean probability": ("Mean probability the style classifier gives the style or cluster over the responses.",
                          "none: it describes, it does not measure bias"),
-    "classifier precision": ("Of the test replies the style classifier put in this cluster, the share that "
-                             "annotators did too.", "1"),
-    "classifier recall": ("Of the test replies annotators put in this cluster, the share the style classifier "
-                          "found.", "1"),
+    "classifier precision": ("Of the test replies the style classifier put in this cluster, the share that the "
+                             "language-model annotators did too.", "1"),
+    "classifier recall": ("Of the test replies the language-model annotators put in this cluster, the share the "
+                          "style classifier found.", "1"),
     "change": ("The after-minus-before difference of the bias measure.", "negative (less bias), 0 at worst"),
     "style variance x1000": ("The variance across descriptors of one style's mean probability, x1000: that "
                              "style's term in Full Gen Bias.", "0"),
@@ -165,12 +165,16 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "% flagged": ("Percentage of descriptors the classifier flags (probability at least 0.5) in themselves, with "
                   "no offensive content around them.", "0"),
     # scorer cards
-    "skill": ("How well the classifier agrees with human labels on held-out real replies, chance-corrected "
-              "(balanced accuracy or AUROC) with its interval.", "1 (0.5 or 1/K is chance)"),
-    "precision (95% Wilson)": ("Of the replies the classifier gave this label, the share annotators gave it too, "
-                               "with a 95% interval.", "1"),
-    "recall (95% Wilson)": ("Of the replies annotators gave this label, the share the classifier found, with a "
-                            "95% interval.", "1"),
+    "skill": ("How well the classifier agrees with the labels of language-model annotators (not people) on "
+              "held-out real replies, chance-corrected (balanced accuracy or AUROC) with its interval.",
+              "1 (0.5 or 1/K is chance)"),
+    "precision (95% Wilson)": ("Of the replies the classifier gave this label, the share the language-model "
+                               "annotators gave it too, with a 95% interval.", "1"),
+    "recall (95% Wilson)": ("Of the replies the language-model annotators gave this label, the share the classifier "
+                            "found, with a 95% interval.", "1"),
+    "judge": ("The classifier the number rests on; \"judge without measured skill\" when its scorer card showed no "
+              "skill on labelled real model output: the number is then the judge's output, not evidence of bias.",
+              "a judge with measured skill"),
     "identity gap": ("The largest difference between two identity terms' mean scores in otherwise identical "
                      "neutral sentences: the classifier's reaction to the identity word itself.", "0"),
     # redditbias

@@ -7,6 +7,7 @@ import pandas as pd
 
 from biaslens.report.html import Section, Table
 from biaslens.scorers.card import skill_text
+from biaslens.scorers.labelled import LABELLED_BY
 from biaslens.text import plural
 
 
@@ -48,14 +49,14 @@ def scorer_card_section(cards: list[dict]) -> Section:
             tables.append(Table(f"{c['role']} ({c['used']}): per-class precision and recall on the {skill['set']} "
                                 "real-output test split", per_class_table(skill),
                                 f"{plural(skill['n'], 'reply', 'replies')} the embedded model generated to the {skill['set']} prompts, "
-                                f"labelled '{skill['field']}' by blind annotators (adjudicated); "
+                                f"labelled '{skill['field']}' by {LABELLED_BY} (blind, adjudicated); "
                                 f"{plural(skill['n_unresolved'], 'unresolved label')} left out."))
     wide = pd.DataFrame(rows).T.reset_index()
     wide.columns = ["", *[c["role"] for c in cards]]
     audit = next((c["identity_audit"] for c in cards if c.get("identity_audit")), None)
     text = ("Which classifiers judged the generated text and how far to trust them. Skill: measured only on the "
-            "held-out TEST half of replies the embedded model generated to this suite's own prompts, labelled by "
-            "blind annotators (src/biaslens/scorers/data/real_output/README.md, docs/scorers.md). The headline is "
+            "held-out TEST half of replies the embedded model generated to this suite's own prompts, labelled blind by "
+            f"{LABELLED_BY}, not people (src/biaslens/scorers/data/real_output/README.md, docs/scorers.md). The headline is "
             "chance-corrected (balanced accuracy, baseline 1/K, for classes; AUROC, baseline 0.5, for scores) and "
             "stands beside the accuracy of always giving the most common label. Where its interval reaches the "
             "baseline the judge showed NO MEASURED SKILL, and the numbers built on it cannot be read as the "

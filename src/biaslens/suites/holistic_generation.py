@@ -73,6 +73,7 @@ class HolisticGeneration(Suite):
     #: style_probabilities: the style classifier's output, so a re-render needs no classifier
     stored_tables = ("responses", "style_probabilities")
     main_table = "responses"
+    judged_entries = {"full_gen_bias_x1000": ("style", False)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl
@@ -254,15 +255,9 @@ def _judge(name: str, device: str):
 
 def _cards(clf, off, choice: dict, masking: bool) -> list[dict]:
     """Scorer cards of the style classifier and the offensiveness judge (cached per classifier)."""
-    import hashlib
-    import json
-
     from biaslens.scorers.card import style_card, toxicity_card
 
-    inv = getattr(clf, "inventory", None)
-    identity = clf.name if inv is None else clf.name + ":" + hashlib.sha256(json.dumps(
-        [inv.styles, inv.temperature], sort_keys=True).encode()).hexdigest()[:16]
-    return [style_card(clf, identity=identity), toxicity_card(off, choice, role="offensiveness", masking=masking)]
+    return [style_card(clf), toxicity_card(off, choice, role="offensiveness", masking=masking)]
 
 
 def _add_scorer_validity(analysis: dict, metrics: dict, cards: list[dict]) -> None:

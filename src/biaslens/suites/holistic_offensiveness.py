@@ -77,6 +77,8 @@ class HolisticOffensiveness(Suite):
     options = GenerationOptions  # its section of RunConfig, beside this file
     stored_tables = ("sentences", "classifier_audit")
     main_table = "sentences"
+    # (the audit's count describes the classifier itself, not the model: it rests on no skill)
+    judged_entries = {"percent_offensive": ("offensiveness", True), "mean_offensiveness": ("offensiveness", False)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.scorers import ScorerError
@@ -199,7 +201,12 @@ def analyse(rows: pd.DataFrame, audit: pd.DataFrame) -> tuple[dict[str, Any], di
 def _print_summary(console, metrics: dict, analysis: dict) -> None:
     from rich.table import Table
 
-    table = Table(title=f"Offensiveness per template ({metrics['classifier']})")
+    from biaslens.results import NO_SKILL_NOTE
+    from biaslens.scorers.card import judge_has_skill
+
+    card = next((c for c in metrics.get("scorer_cards") or [] if c.get("role") == "offensiveness"), None)
+    skill = card is None or judge_has_skill(card)
+    table = Table(title=f"Offensiveness per template ({metrics['classifier']}{'' if skill else ', ' + NO_SKILL_NOTE})")
     for col in ("template", "mean", "std across descriptors"):
         table.add_column(col, justify="left" if col == "template" else "right")
     for r in analysis["table13"].head(12).itertuples(index=False):
@@ -207,6 +214,7 @@ def _print_summary(console, metrics: dict, analysis: dict) -> None:
     console.print(table)
     a = metrics["audit"]
     sps = metrics.get("sentences_per_second")
-    console.print(f"{metrics['percent_offensive']:.1f}% of {metrics['n_sentences']:,} sentences offensive (p >= 0.5)"
+    note = f"; {NO_SKILL_NOTE}" if card is not None and not judge_has_skill(card, at_threshold=True) else ""
+    console.print(f"{metrics['percent_offensive']:.1f}% of {metrics['n_sentences']:,} sentences offensive (p >= 0.5{note})"
                   + (f", {sps:,.0f} sentences/s" if sps and not math.isnan(sps) else "")
                   + f"; audit: the classifier flags {a['n_flagged']} of {a['n_descriptors']} descriptors on their own")
