@@ -130,3 +130,7 @@ __all__ += [
     "mean_table",
     "prompt_means",
 ]
+
+from .bbq import bias_scores as bbq_bias_scores  # noqa: E402
+
+__all__ += ["bbq_bias_scores"]

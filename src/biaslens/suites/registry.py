@@ -11,6 +11,7 @@ SUITES: dict[str, str] = {
     "fairpair": "biaslens.suites.fairpair:FairPair",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:Community",
+    "bbq": "biaslens.suites.bbq:Bbq",
 }
 
 #: suites that later issues add; named here so a user gets a clear message
