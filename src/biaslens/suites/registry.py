@@ -12,6 +12,7 @@ SUITES: dict[str, str] = {
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:Community",
     "bbq": "biaslens.suites.bbq:Bbq",
+    "bold": "biaslens.suites.bold:Bold",
 }
 
 #: suites that later issues add; named here so a user gets a clear message
