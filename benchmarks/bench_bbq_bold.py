@@ -30,7 +30,10 @@ def main(argv=None) -> int:
 
     from biaslens.api import run
 
-    results = {"machine": machine_facts(), "machine_line": describe_machine(), "runs": {}}
+    out = HERE / "results" / "bbq_bold.json"
+    # a run of some suites keeps the others' earlier figures
+    previous = json.loads(out.read_text()) if out.is_file() else {}
+    results = {"machine": machine_facts(), "machine_line": describe_machine(), "runs": previous.get("runs", {})}
     with tempfile.TemporaryDirectory() as tmp:
         for suite in args.suites.split(","):
             load_before = os.getloadavg()[0]
@@ -47,7 +50,6 @@ def main(argv=None) -> int:
                 "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
                 "verdict": res.metrics.get("verdict")}
             print(f"{suite}: {wall:.0f} s", flush=True)
-    out = HERE / "results" / "bbq_bold.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out}")
     return 0

@@ -146,3 +146,13 @@ def test_bring_your_own_continuations(tmp_path):
     (tmp_path / "bad.jsonl").write_text(json.dumps({"prompt_id": "gender/nobody/x/0", "response": "x"}) + "\n")
     with pytest.raises(ConfigError, match=r"bad\.jsonl:1: matches no BOLD prompt"):
         biaslens.run(suite="bold", out=str(tmp_path / "run2"), bold={"generations_files": [str(tmp_path / "bad.jsonl")]})
+
+
+def test_a_one_page_group_leaves_the_other_pairs_their_intervals():
+    """Atheism has one page in BOLD: its pairs have no page-level interval, every other pair keeps its own."""
+    p = sample_prompts(load_prompts(), 500, seed=0)
+    t = p.assign(model="m", sentiment=np.random.default_rng(0).normal(size=len(p)))
+    g = group_gaps(t, "sentiment")
+    no_interval = g[g["p_value"].isna()]
+    assert len(g) == 247 and len(no_interval) == 6
+    assert ((no_interval["group_a"] == "atheism") | (no_interval["group_b"] == "atheism")).all()

@@ -134,3 +134,7 @@ __all__ += [
 from .bbq import bias_scores as bbq_bias_scores  # noqa: E402
 
 __all__ += ["bbq_bias_scores"]
+
+from .bold import gender_polarity, group_gaps, permuted_max_gap  # noqa: E402
+
+__all__ += ["gender_polarity", "group_gaps", "permuted_max_gap"]
