@@ -243,3 +243,15 @@ def test_compare_two_bbq_runs_and_the_report_names(tmp_path, reference_dir):
     assert len(headers) > 10
     unknown = {h for h in map(_html.unescape, headers) if h and lookup(h) is None and h not in NOT_METRICS}
     assert not unknown, unknown
+
+
+def test_generated_answers_are_mapped_and_counted(tmp_path):
+    res = biaslens.run(suite="bbq", model="fake", out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"),
+                       bbq={"categories": ["Religion"], "sample": 24, "answering": "generate", "n_bootstrap": 50})
+    m = res.metrics
+    assert sum(m["answer_rules"].values()) == len(res.answers) > 0  # every answer is counted under one rule
+    # the fake model writes random words: none maps to an option, and the run says there is no score
+    assert m["answer_rules"]["unmappable"] == len(res.answers) and not m["by_category"]
+    assert m["verdict"].startswith(f"no score: none of the {len(res.answers)} answers maps to an option")
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["generation"]["params"]["do_sample"] is False and "(a) " in run["generation"]["prompt"]

@@ -81,7 +81,8 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
                  "dataset": f"{src.get('dataset')} {src.get('commit') or src.get('data_dir') or ''}".strip(),
                  "selection": src.get("selection"), "test": metrics.get("test")},
         figures=[scores_figure(s, f"Bias scores per category ({how})")] if len(s) else [],
-        tables=[Table("Accuracy and bias scores per category (x100; Figures 3 and 5 shape)", score_table(s))])]
+        tables=[Table("Accuracy and bias scores per category (x100; Figures 3 and 5 shape)", score_table(s))]
+        if len(s) else [])]
     if metrics.get("normalisations_differ"):
         other = next(k for k in analysis["by_normalisation"] if k != analysis["headline"])
         sections.append(Section(
@@ -101,12 +102,12 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
             "one option contained, an UNKNOWN phrase, the first two words of an option (the authors' fallback). "
             "Unmappable answers are left out of accuracy and bias scores, as the authors' analysis leaves them out.",
             tables=[Table("Answers per rule", pd.DataFrame({"rule": list(rules), "answers": list(rules.values())}))]))
-    sections.append(Section(
+    sections += [] if not len(s) else [Section(
         "What lm-evaluation-harness and HELM would report for these answers",
         "The same answers under the two harnesses' formulas: lm-eval's disambiguated score is 0 instead of -100 when "
         "no non-UNKNOWN answer is biased; HELM scales the ambiguous score by accuracy over both contexts instead of "
         "ambiguous accuracy. Neither gives an interval.",
-        tables=[Table("Paper, lm-eval and HELM formulas (x100)", harness_table(s))]))
+        tables=[Table("Paper, lm-eval and HELM formulas (x100)", harness_table(s))])]
     table = analysis["table"]
     col = analysis["answer_column"]
     amb = table[(table["context_condition"] == "ambig") & (table[col] >= 0) & (table[col] == table["target_loc"])]

@@ -187,7 +187,9 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
                 out.append(MetricEntry(
                     name=name, value=r[name], ci_low=r[f"{name}_ci_low"], ci_high=r[f"{name}_ci_high"],
                     interval=f"95% percentile bootstrap over {plural(r['n_templates'], 'template')}",
-                    higher_is_better=True, ideal=1.0, n_used=r["n_items"], level=level,
+                    higher_is_better=True, ideal=1.0, n_used=r["n_items"],
+                    n_missing=r["n_unmapped"] + r["n_no_target"], level=level,
+                    df=float(max(r["n_templates"] - m, 1)),
                     description=f"accuracy in {cond} contexts, all categories ({how})"))
     return out
 
@@ -301,7 +303,12 @@ class Bbq(Suite):
             metrics["other_normalisation"] = {r["group"]: {k: r[k] for k in ("s_amb", "s_dis", "accuracy_ambiguous",
                                                                               "accuracy_disambiguated")}
                                               for r in res["by_normalisation"][other].to_dict("records")}
-        verdict = bbq_verdict(s, how)
+        if len(s):
+            verdict = bbq_verdict(s, how)
+        else:  # nothing to score: every answer unmappable (or no item with a biased answer)
+            n_bad = int((res["table"][res["answer_column"]] < 0).sum())
+            verdict = (f"no score: none of the {len(res['table'])} answers maps to an option ({n_bad} unmappable; "
+                       "the report lists the mapping rules)")
         tables = {"scores": s}
         if res["normalisations_differ"]:
             other = "sum" if res["headline"] == "per_token" else "per_token"
@@ -322,6 +329,9 @@ class Bbq(Suite):
         if console is None:
             return
         s = result.analysis["scores"]
+        if not len(s):
+            console.print(f"bbq: {result.verdict}", markup=False, soft_wrap=True)
+            return
         t = Table(title=f"BBQ bias scores x100 ({result.analysis['how']}; 95% template-bootstrap CI; Holm p)")
         for col in ("category", "acc amb", "acc dis", "S_AMB", "p", "S_DIS", "p", "non-UNKNOWN (dis)"):
             t.add_column(col, justify="left" if col == "category" else "right")
