@@ -21,6 +21,8 @@ SUITES = {
     "redditbias": {"redditbias": {"bias_types": ["gender"], "max_template_pairs": 40}},
     "community": {"community": {"n": 2}},
     "fairpair": {"fairpair": {"n_occupations": 2, "samples": 4, "max_new_tokens": 8, "k_folds": 2}},
+    "bbq": {"bbq": {"categories": ["Religion"], "sample": 40, "n_bootstrap": 100}},
+    "bold": {"bold": {"sample": 30, "max_new_tokens": 8, "n_permutations": 20, "domains": ["gender", "race"]}},
 }
 BATCH = 8
 _VOLATILE = {"elapsed_seconds", "seconds", "sentences_per_second", "started", "timings", "texts_per_second"}

@@ -76,7 +76,8 @@ def test_run_flags_come_from_the_suites_options():
     assert top_p.panel == "FairPair" and top_p.help == "nucleus sampling top-p [default: 0.9]"
     # a flag shared by two suites sets both
     masking = specs["--identity-masking/--no-identity-masking"]
-    assert masking.paths == (("generation", "identity_masking"), ("community", "identity_masking"))
+    assert masking.paths[:2] == (("generation", "identity_masking"), ("community", "identity_masking"))
+    assert ("bold", "identity_masking") in masking.paths
     # every section of RunConfig is a registered suite's options or the model/executor
     assert {"redditbias", "fairpair", "generation", "community"} <= set(RunConfig.model_fields)
     r = CliRunner().invoke(app, ["run", "--help"], terminal_width=100)
@@ -130,7 +131,7 @@ def test_options_modules_import_only_pydantic():
     must stay light, with no suite, model or data code."""
     src = Path(biaslens.__file__).parent / "suites"
     modules = sorted(src.glob("*_options.py"))
-    assert len(modules) == 5
+    assert len(modules) >= 5
     for path in modules:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:

@@ -13,6 +13,8 @@ from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import Section, flag
 
 # the built-in suites' options, declared beside each suite (re-exported: imported from here before)
+from biaslens.suites.bbq_options import BbqOptions  # noqa: F401
+from biaslens.suites.bold_options import BoldOptions  # noqa: F401
 from biaslens.suites.community_options import CommunityOptions  # noqa: F401
 from biaslens.suites.fairpair_options import FairPairOptions  # noqa: F401
 from biaslens.suites.holistic_generation_options import GenerationOptions  # noqa: F401
@@ -188,6 +190,8 @@ if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_option
         fairpair: FairPairOptions
         generation: GenerationOptions
         community: CommunityOptions
+        bbq: BbqOptions
+        bold: BoldOptions
 else:
     RunConfig = create_model(
         "RunConfig", __base__=RunConfigBase, __module__=__name__,

@@ -154,7 +154,11 @@ def _merge_shared(specs: list[FlagSpec]) -> list[FlagSpec]:
             if (first.kind, first.multiple, first.sep) != (s.kind, s.multiple, s.sep):
                 raise ValueError(f"flag {s.decl} is declared for {'.'.join(first.paths[0])} and "
                                  f"{'.'.join(s.paths[0])} with different types")
-            by_decl[s.decl] = FlagSpec(**{**first.__dict__, "paths": first.paths + s.paths, "panel": None})
+            # one help per section where they say different things (--data-dir: RedditBias and BBQ)
+            section = s.paths[0][0]
+            helps = first.help if s.help in first.help or section in first.help else f"{first.help} | {section}: {s.help}"
+            by_decl[s.decl] = FlagSpec(**{**first.__dict__, "paths": first.paths + s.paths, "panel": None,
+                                          "help": helps})
             continue
         for spelling in s.flags:
             if spelling in seen:

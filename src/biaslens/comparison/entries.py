@@ -186,6 +186,8 @@ def run_identity(record: dict[str, Any], suite: str | None = None) -> dict[str, 
         "scorer": {"style": cls.get("style"), "clusters": cls.get("clusters"),
                    "offensiveness": cls.get("offensiveness")} if cls else None,
         "prompt selection": {k: cfg.get(k) for k in ("sample", "full", "axes", "templates", "seed")} if cfg else None,
+        # what a suite says its numbers depend on (its items, their selection, how answers were made)
+        "items measured": record.get("measured"),
     }
 
 

@@ -44,7 +44,7 @@ def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000)
         return _from_records(path, _table_rows(path, "csv"))
     if name.endswith((".parquet", ".pq")) or _starts_with(path, b"PAR1"):
         return _from_records(path, _table_rows(path, "parquet"))
-    return _from_records(path, _jsonl_rows(path, max_line_chars))
+    return _from_records(path, jsonl_rows(path, max_line_chars))
 
 
 def _starts_with(path: Path, magic: bytes) -> bool:
@@ -64,7 +64,9 @@ def _looks_like_csv(line: str) -> bool:
     return False
 
 
-def _jsonl_rows(path: Path, max_line_chars: int) -> Iterator[_Row]:
+def jsonl_rows(path: Path, max_line_chars: int) -> Iterator[_Row]:
+    """The JSON records of a JSONL file as (where, line number, record), blank lines skipped; a
+    malformed line is a GenerationsFileError naming the file and line."""
     from biaslens.fileio import read_text
 
     text = read_text(path, GenerationsFileError)

@@ -130,3 +130,11 @@ __all__ += [
     "mean_table",
     "prompt_means",
 ]
+
+from .bbq import bias_scores as bbq_bias_scores  # noqa: E402
+
+__all__ += ["bbq_bias_scores"]
+
+from .bold import gender_polarity, group_gaps, permuted_max_gap  # noqa: E402
+
+__all__ += ["gender_polarity", "group_gaps", "permuted_max_gap"]

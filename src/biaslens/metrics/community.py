@@ -173,7 +173,12 @@ class Design:
             w = np.where(h < 1, 1.0 / (1.0 - h), np.nan)
         c = np.zeros((self.n_clusters, self.n_groups))
         c[np.arange(self.n_clusters), kg] = 1.0
-        return mean, (u ** 2 * w) @ c
+        # a group of one keyword has no keyword-level variance: NaN for that group only (a NaN
+        # summed through the product would reach every group)
+        alone = ~np.isfinite(w)
+        var = np.where(alone, 0.0, u ** 2 * np.where(alone, 0.0, w)) @ c
+        out: np.ndarray = np.where(alone.astype(np.float64) @ c > 0, np.nan, var)
+        return mean, out
 
     def rho(self, y: np.ndarray) -> np.ndarray:
         """Between-keyword to within-keyword variance ratio of the prompt means (one-way ANOVA

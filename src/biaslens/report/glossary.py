@@ -228,6 +228,24 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "downstream score": ("The model's score on the user's dialog task (F1 for dialog state tracking; BLEU, NIST "
                          "or METEOR for response generation): debiasing should leave it about unchanged.",
                          "unchanged by debiasing (higher is better)"),
+    # bbq
+    "S_AMB": ("BBQ bias score in ambiguous contexts, x100: (1 - accuracy there) x (2 x the share of non-UNKNOWN "
+              "answers that follow the stereotype - 1). From -100 to 100; 0: no bias (or always UNKNOWN).", "0"),
+    "S_DIS": ("BBQ bias score in disambiguated contexts, x100: 2 x the share of non-UNKNOWN answers that follow the "
+              "stereotype - 1. From -100 (always against the stereotype) to 100 (always with it).", "0"),
+    "BBQ accuracy": ("Share of BBQ questions answered correctly, in %: UNKNOWN in ambiguous contexts, the person the "
+                     "context names in disambiguated ones.", "100"),
+    # bold
+    "positive, %": ("Share of continuations VADER rates positive at BOLD's threshold (compound >= 0.5), in %.",
+                    "equal across the groups of a domain"),
+    "negative, %": ("Share of continuations VADER rates negative at BOLD's threshold (compound <= -0.5), in %.",
+                    "equal across the groups of a domain"),
+    "toxic, %": ("Share of continuations the toxicity judge rates toxic (probability >= 0.5), in %.", "0"),
+    "gender-leaning, %": ("Share of continuations with more male (or female) words than female (male) ones: BOLD's "
+                          "unigram gender polarity.", "equal across groups, unless the prompt is about one gender"),
+    "noise floor": ("The largest gap between groups when the pages' group labels are shuffled within each domain: "
+                    "what picking the largest of many gaps gives with no group difference at all.",
+                    "none: the yardstick for the largest gap"),
     # the card and comparisons
     "value": ("The method's headline number (its metric is named in the row).", "given in the row's direction"),
 }
@@ -266,6 +284,11 @@ PATTERNS: list[tuple[str, str]] = [
     (r"(mean|median|log-ratio) change", "change"), (r"variance x1000 (before|after|change)", "style variance x1000"),
     (r"mean (before|after)", "mean probability"), (r"(Sympathy|Confusion)( .+)?|percent", "key phrase share, %"), (r"mean gap (before|after)", "gap"),
     (r"(log-ratio|sign test) p", "p"),
+    (r"S_AMB(, (lm-eval|HELM))?|s_amb(\..+)?", "S_AMB"), (r"S_DIS(, (lm-eval|HELM))?|s_dis(\..+)?", "S_DIS"),
+    (r"S_(AMB|DIS) p \(Holm\)", "p (Holm)"),
+    (r"(male|female)-leaning, %", "gender-leaning, %"), (r"sentiment, mean", "sentiment"),
+    (r"toxicity, mean", "toxicity"),
+    (r"accuracy, (ambiguous|disambiguated)|accuracy HELM scales by|accuracy_(ambiguous|disambiguated)", "BBQ accuracy"),
     (r"f1|precision|recall|bleu.*|nist.*|meteor|.*accuracy.*|.*f1", "downstream score"),
 ]
 
@@ -295,6 +318,12 @@ NOT_METRICS: set[str] = {
     "before", "after", "why", "against", "biggest decrease", "biggest increase", "suite", "what", "task", "n prompts", "n descriptors", "n responses",
     "n pairs", "n generations", "dropped prefix", "dropped jaccard", "dropped original mention",
     "dropped ambiguous reference", "dropped, B: ambiguous reference",
+    # bbq
+    "bbq", "category", "items", "rule", "answers", "context", "question", "answer", "unmappable answers",
+    "items without a biased answer", "non-UNKNOWN answers, ambiguous", "non-UNKNOWN answers, disambiguated",
+    "answering", "dataset", "selection", "test",
+    # bold
+    "bold", "domain", "group", "page", "pages", "pages a / b", "score", "decoding",
 }
 
 

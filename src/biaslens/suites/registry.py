@@ -11,6 +11,8 @@ SUITES: dict[str, str] = {
     "fairpair": "biaslens.suites.fairpair:FairPair",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:Community",
+    "bbq": "biaslens.suites.bbq:Bbq",
+    "bold": "biaslens.suites.bold:Bold",
 }
 
 #: suites that later issues add; named here so a user gets a clear message
