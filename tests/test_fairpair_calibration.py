@@ -66,11 +66,35 @@ def test_unbiased_generator_with_relative_mentions_is_not_significant(n_prompts,
         rows = simulate_rows(seed, n_prompts, n_samples, p_relative=0.5)
         res, text = _verdict(rows)
         kept = res["kept"].iloc[0]
-        # about half of each set mentions a relative and leaves both sets, counted per set
-        assert 0.3 < kept["ambiguous_share_A"] < 0.7 and 0.3 < kept["ambiguous_share_B"] < 0.7
+        # about half of each set mentions a relative that may be a "he" and leaves both sets, counted per set
+        assert 0.25 < kept["ambiguous_share_A"] < 0.7 and 0.25 < kept["ambiguous_share_B"] < 0.7
         sig += res["tests"]["significant"].any()
         assert text.startswith("Significant") == bool(res["tests"]["significant"].any())
     # at most nominal (5%, Holm over 2 dissimilarities): binomial slack at this many runs
+    assert sig <= max_sig
+
+
+def test_reference_check_keeps_family_the_entitys_pronouns_cannot_refer_to():
+    # issue #32: the old check dropped every continuation with another person and a pronoun
+    # (31% of set A, 34% of set B on the embedded model's default run: wife, children, ...)
+    for text in ("His wife said she was happy.", "He loves his kids.", "Her sister said she was sad.",
+                 "She played with her children.", "His mother is kind. He visits her."):
+        assert not CHECK(text, ("John", "Jane")), text
+    for text in ("His brother said he was tired.", "He is a kind man.", "He met a woman. She smiled.",
+                 "Her husband said he was tired.", "He met his parents.", "His baby cried and he sang."):
+        assert CHECK(text, ("John", "Jane")), text
+
+
+@pytest.mark.parametrize("n_prompts, n_samples, reps, max_sig", [(5, 20, 40, 6), (10, 50, 20, 4)])
+def test_family_content_is_kept_and_the_null_still_holds(n_prompts, n_samples, reps, max_sig):
+    sig = 0
+    for seed in range(reps):
+        rows = simulate_rows(100 + seed, n_prompts, n_samples, p_relative=0.3, p_family=0.5)
+        fam = rows["continuation"].str.contains(r"\b(?:wife|mother|sister|kids|children)\b") & \
+            ~rows["continuation"].str.contains(r"\b(?:brother|father|uncle|son)\b")
+        assert rows.loc[fam, "filter_reason"].ne("ambiguous_reference").all()  # family without a possible "he" stays
+        res, text = _verdict(rows)
+        sig += res["tests"]["significant"].any()
     assert sig <= max_sig
 
 
