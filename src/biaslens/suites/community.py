@@ -384,7 +384,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
             name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=lo, ci_high=hi,
             interval=f"simultaneous 95% over {plural(m, 'pair')} (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
                      "(CR2, Welch-Satterthwaite df from each demographic's Bell-McCaffrey df)",
-            level=1 - 0.05 / max(m, 1), df=float(r["df"]) if pd.notna(r["df"]) else None,
+            level=1 - 0.05 / max(m, 1), df=float(r["df"]) if pd.notna(r.get("df")) else None,
             test=f"keyword-level t per pair, Holm over the {plural(m, 'pair')} (detected: any Holm p < 0.05)",
             p_value=float(g["p_holm"].min()) if g["p_holm"].notna().any() else None,
             detectable=worst, verdict=status, higher_is_better=None, ideal=0.0,
