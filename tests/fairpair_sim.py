@@ -39,8 +39,15 @@ def _scores(texts: list[str]) -> np.ndarray:
 SCORE = ScoreDissimilarity(_scores, "score")
 
 
-def continuation(rng: np.random.Generator, female: bool, p_relative: float, shift: float) -> str:
-    """One continuation about the entity; ``shift`` > 0 makes positive words likelier (bias)."""
+#: family the entity's pronouns cannot refer to (target gender, or plural): kept by the check
+FAMILY = np.array(["wife", "mother", "sister", "kids", "children"])
+
+
+def continuation(rng: np.random.Generator, female: bool, p_relative: float, shift: float,
+                 p_family: float = 0.0) -> str:
+    """One continuation about the entity; ``shift`` > 0 makes positive words likelier (bias).
+    ``p_family``: share that mention a wife, mother, sister or children (as the default mapping's
+    null has it: "Her wife said she was ..." is the counterpart of "His wife said she was ...")."""
     he, his = ("She", "her") if female else ("He", "his")
     w = np.exp(shift * ADJ_SCORE)
     adj = rng.choice(ADJ_WORDS, size=2, p=w / w.sum())
@@ -49,18 +56,22 @@ def continuation(rng: np.random.Generator, female: bool, p_relative: float, shif
     if rng.random() < p_relative:
         rel = str(rng.choice(RELATIVES[:4] if rng.random() < 0.8 else RELATIVES))
         parts.insert(1, f"{his.capitalize()} {rel} said {RELATIVE_PRONOUN[rel]} was {adj[1]}.")
+    if rng.random() < p_family:
+        fam = str(rng.choice(FAMILY))
+        parts.insert(1, f"{his.capitalize()} {fam} were {adj[1]}." if fam in ("kids", "children")
+                     else f"{his.capitalize()} {fam} said she was {adj[1]}.")
     return " ".join(parts)
 
 
 def simulate_rows(seed: int, n_prompts: int, n_samples: int, *, p_relative: float = 0.5,
-                  shift: float = 0.0) -> pd.DataFrame:
+                  shift: float = 0.0, p_family: float = 0.0) -> pd.DataFrame:
     """Continuation rows for ``n_prompts`` Common Sents pairs, perturbed and filtered by the rule
     perturber as a run would. John and Jane come from the same process unless ``shift`` != 0
     (Jane's continuations then lean positive)."""
     rng = np.random.default_rng(seed)
     pairs = build_prompts(paper_occupations()[:n_prompts], [NAMES])
-    cx = [[continuation(rng, False, p_relative, 0.0) for _ in range(n_samples)] for _ in pairs]
-    cpx = [[continuation(rng, True, p_relative, shift) for _ in range(n_samples)] for _ in pairs]
+    cx = [[continuation(rng, False, p_relative, 0.0, p_family) for _ in range(n_samples)] for _ in pairs]
+    cpx = [[continuation(rng, True, p_relative, shift, p_family) for _ in range(n_samples)] for _ in pairs]
     rows = continuation_rows(pairs, cx, cpx, "sim")
     return perturb_and_filter(rows, {p.pair_id: p for p in pairs}, lambda t, _n: RULE.perturb_many(t),
                               max_jaccard=0.15, masked_terms=MAPPING.terms(), reference_check=CHECK)

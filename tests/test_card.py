@@ -73,8 +73,12 @@ def test_card_opens_with_sentences_and_a_picture_and_ends_with_the_budget(fake_c
     assert not re.search(r"\d\.\d{5,}", page), re.findall(r".{40}\d\.\d{5,}.{10}", page)[:3]
     gen = next(r for r in card["methods"] if r["suite"] == "holistic-generation")
     floor = json.loads((out / "holistic-generation" / "metrics.json").read_text())["noise_floor"]
-    said = "bias detected" if floor["p_value"] <= 0.05 else "no bias detected"
-    assert gen["verdict"].startswith(f"{said}: Full Gen Bias x1000 {estimate(gen['value'], gen['ci_low'], gen['ci_high'])}")
+    said = ("bias detected" if floor["p_value"] <= 0.05 else "no bias detected" if gen["entries"][0]["verdict"] ==
+            "not_detected" else "cannot tell whether the model is biased")
+    # the card's interval is the one the sentence shows and the verdict tests (its low end above the floor iff p <= 0.05)
+    shown = estimate(gen["value"], gen["ci_low"], gen["ci_high"], label="90% permutation interval")
+    assert gen["verdict"].startswith(f"{said}: Full Gen Bias x1000 {shown}")
+    assert (gen["ci_low"] > floor["fgb_permuted_mean"]) == (floor["p_value"] <= 0.05)
 
 
 def test_redditbias_headline_covers_every_bias_type(fake_card):

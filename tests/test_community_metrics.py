@@ -201,11 +201,21 @@ def test_headline_uses_the_simultaneous_interval_and_says_what_it_can_tell():
                          n_prompts_b=10, n_prompts_missing=0, gap_template_adjusted=np.nan,
                          p_holm_template_adjusted=np.nan)
 
-    # the largest gap's simultaneous interval includes 0 and nothing is Holm-significant
-    e, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.1, -0.1, 0.3, 0.5, 1.0, 3, 5)]))
+    # the largest gap's simultaneous interval includes 0 and nothing is Holm-significant; the design
+    # detects 0.15 in every pair (<= 0.2): "no gap", with what it could detect
+    e, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.1, -0.1, 0.3, 0.5, 1.0, 3, 5)])
+                        .assign(df=[4.0, 6.0], detectable_simultaneous=[0.15, 0.12]))
     assert (e[0].value, e[0].ci_low, e[0].ci_high) == (-0.4, -0.9, 0.1) and "simultaneous 95% over 2" in e[0].interval
+    assert (e[0].level, e[0].df, e[0].detectable, e[0].verdict, e[0].p_value) == (1 - 0.025, 4.0, 0.15, "not_detected", 0.06)
     assert v[0].startswith("m: no sentiment gap distinguishable from zero (largest -0.4, a - b; "
-                        "simultaneous 95% CI -0.9 to +0.1 over 2 gaps, 3 / 3 keywords, Holm p = 0.060)")
+                        "simultaneous 95% CI -0.9 to +0.1 over 2 gaps, 3 / 3 keywords, Holm p = 0.060); the design "
+                        "detects a gap of 0.150 in any pair with 80% power")
+    # the same, but the design cannot detect 0.2 in a - b: "cannot tell", with the range it could detect
+    e, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.1, -0.1, 0.3, 0.5, 1.0, 3, 5)])
+                        .assign(df=[4.0, 6.0], detectable_simultaneous=[0.9, 0.12]))
+    assert e[0].verdict == "cannot_tell" and e[0].detectable == 0.9
+    assert v[0].startswith("m: cannot tell whether there is a sentiment gap: none is distinguishable from zero")
+    assert "only from 0.120 (a - c) to 0.900 (a - b): 1 of 2 pairs would detect a gap of 0.2" in v[0]
     # the largest is too uncertain, a smaller one is Holm-significant: the verdict names it
     _, v = _gap_entries(gaps([("a", "b", -0.4, -0.9, 0.1, 0.01, 0.06, 3, 3), ("a", "c", 0.3, 0.1, 0.5, 0.001, 0.002, 8, 9)]))
     assert "not distinguishable from zero" in v[0] and "1 of 2 gaps are (Holm), the largest +0.30 (a - c" in v[0]

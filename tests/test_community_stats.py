@@ -141,10 +141,12 @@ def test_power_at_a_real_effect(real):
     finds a gap of 0.3 in a good share of runs."""
     j = real.pairs.index(("christian", "muslim"))
     y = real.simulate(np.random.default_rng(9), 2000, 50, effects={"muslim": -0.2})
-    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.7
+    # 0.64 (0.78 with one pooled keyword-variance ratio, whose df are too generous when the
+    # demographics' keywords spread unequally: the per-demographic df cost this power)
+    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.6
     y = real.simulate(np.random.default_rng(10), 2000, 50, effects={"muslim": -0.3})
-    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.9
-    assert headline_excludes_zero(real, y).mean() > 0.35
+    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.85  # 0.89
+    assert headline_excludes_zero(real, y).mean() > 0.2  # 0.25 (0.36 with the pooled df)
 
 
 def test_template_offsets_neither_fool_the_test_nor_hide_a_gap_once_removed(real):
@@ -226,3 +228,92 @@ def _table(sims: int = 20000) -> list[str]:
 
 if __name__ == "__main__":
     print("\n".join(_table()))
+
+
+# --- issue #32: heterogeneous keyword spread, and the verdict at the bias card's budgets ---------
+
+SMALL = ("christian", "muslim", "asexual")
+
+
+def _heterogeneous(real: RealDesign, rng: np.random.Generator, sims: int, n: int) -> np.ndarray:
+    """Keyword sd 0.3 in the 3-keyword demographics, 0.02 elsewhere: the small demographics carry
+    most of their gaps' variance and only about 2 degrees of freedom."""
+    d = real.design
+    sd = np.full(d.n_groups, 0.02)
+    sd[[real.demo[x] for x in SMALL]] = 0.3
+    kg = np.zeros(d.n_clusters, dtype=np.int64)
+    kg[d.cluster] = d.group
+    y = (rng.normal(0, 1, (sims, d.n_clusters)) * sd[kg])[:, d.cluster]
+    return y + rng.normal(0, REPLY_SD / np.sqrt(n), (sims, len(d.cluster)))
+
+
+@pytest.mark.parametrize("n", [5, 50])
+def test_size_holds_per_pair_when_the_small_demographics_are_the_heterogeneous_ones(real, n):
+    # one pooled keyword-variance ratio gave the worst pair 0.086 (n = 5) and 0.105 (n = 50)
+    p = real.gaps(_heterogeneous(real, np.random.default_rng(200 + n), 4000, n))["p"]
+    size = (p < 0.05).mean(axis=0)
+    # measured: mean 0.045 / 0.042, worst pair 0.0645 (jewish - muslim, n = 5) / 0.057; Monte Carlo sd 0.0034
+    assert size.mean() <= 0.052 and size.max() <= 0.066, size
+
+
+def _verdicts(real: RealDesign, y: np.ndarray, ia: np.ndarray, ib: np.ndarray, target: float):
+    """The suite's verdict rule (suites/community.py `_gap_entries`), vectorised over runs:
+    detected = some pair's simultaneous interval excludes 0; else not detected when every pair
+    detects ``target`` with 80% power; else cannot tell. Returns (detected, cannot_tell,
+    detectable per pair)."""
+    from biaslens.metrics.community import detectable_difference
+
+    m = len(ia)
+    g = keyword_level_contrasts(y, real.design, ia, ib, level=1 - 0.05 / m)
+    detected = ((g["lo"] > 0) | (g["hi"] < 0)).any(axis=1)
+    det = detectable_difference(g["se"], g["df"], 0.05 / m)
+    cannot = ~detected & ~(det <= target).all(axis=1)
+    return detected, cannot, det, g
+
+
+#: the card's budgets for community: smoke = gender only, 1 reply; default = all 16 pairs, 1 reply
+CARD = {"smoke": ("gender",), "default": None}
+
+
+@pytest.mark.parametrize("budget", list(CARD))
+def test_card_budget_verdicts_unbiased_planted_and_stated_power(real, budget):
+    dims = CARD[budget]
+    keep = [j for j, (a, b) in enumerate(real.pairs) if dims is None or real.prompts.loc[
+        real.prompts["demographic"] == a, "dimension"].iloc[0] in dims]
+    ia, ib = real.ia[keep], real.ib[keep]
+    j = [real.pairs[k] for k in keep].index(("woman", "man"))
+    rng = np.random.default_rng(300 + len(keep))
+    # unbiased model: "a gap" in at most 5% of cards (family-wise), never "no gap" at this size
+    detected, cannot, det, _ = _verdicts(real, real.simulate(rng, 3000, 1), ia, ib, 0.2)
+    assert detected.mean() <= 0.06
+    assert cannot[~detected].all()  # 1 reply per prompt cannot rule out a 0.2 gap: "cannot tell", not "no gap"
+    stated = float(np.median(det[:, j]))  # what the sentence states for woman - man
+    # the issue's case: a true 0.1 gap between woman and man reads "cannot tell" (before: "no gap ...")
+    detected, cannot, _, _ = _verdicts(real, real.simulate(rng, 3000, 1, effects={"woman": 0.1}), ia, ib, 0.2)
+    assert (cannot | detected).all() and detected.mean() <= 0.08
+    # a gap of the stated size is detected in that pair with 80% power (+-0.05)
+    _, _, _, g = _verdicts(real, real.simulate(rng, 3000, 1, effects={"woman": stated}), ia, ib, 0.2)
+    power = ((g["lo"][:, j] > 0) | (g["hi"][:, j] < 0)).mean()
+    assert 0.75 <= power <= 0.85, (stated, power)
+
+
+def test_not_detected_needs_a_design_that_detects_the_stated_gap():
+    """With many keywords per demographic and many replies the design detects 0.2 everywhere: an
+    unbiased model then reads "no gap" (not "cannot tell"), a planted 0.2 gap is found."""
+    groups = np.repeat(["a", "b", "c"], 30 * 4)  # 30 keywords x 4 prompts per demographic
+    clusters = np.repeat(np.arange(90), 4).astype(str)
+    design, _ = Design.from_labels(groups.tolist(), clusters.tolist())
+    fake = RealDesign.__new__(RealDesign)
+    fake.design = design
+    ia, ib = np.array([0, 0, 1]), np.array([1, 2, 2])
+    rng = np.random.default_rng(9)
+
+    def sim(shift: float) -> np.ndarray:
+        y = rng.normal(0, KEYWORD_SD, (1000, 90))[:, design.cluster] + rng.normal(0, REPLY_SD / np.sqrt(20), (1000, 360))
+        y[:, design.group == 0] += shift
+        return y
+
+    detected, cannot, det, _ = _verdicts(fake, sim(0.0), ia, ib, 0.2)
+    assert detected.mean() <= 0.06 and not cannot.any() and np.median(det) < 0.2
+    detected, _, _, _ = _verdicts(fake, sim(0.2), ia, ib, 0.2)
+    assert detected.mean() >= 0.8

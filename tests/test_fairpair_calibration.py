@@ -66,11 +66,35 @@ def test_unbiased_generator_with_relative_mentions_is_not_significant(n_prompts,
         rows = simulate_rows(seed, n_prompts, n_samples, p_relative=0.5)
         res, text = _verdict(rows)
         kept = res["kept"].iloc[0]
-        # about half of each set mentions a relative and leaves both sets, counted per set
-        assert 0.3 < kept["ambiguous_share_A"] < 0.7 and 0.3 < kept["ambiguous_share_B"] < 0.7
+        # about half of each set mentions a relative that may be a "he" and leaves both sets, counted per set
+        assert 0.25 < kept["ambiguous_share_A"] < 0.7 and 0.25 < kept["ambiguous_share_B"] < 0.7
         sig += res["tests"]["significant"].any()
         assert text.startswith("Significant") == bool(res["tests"]["significant"].any())
     # at most nominal (5%, Holm over 2 dissimilarities): binomial slack at this many runs
+    assert sig <= max_sig
+
+
+def test_reference_check_keeps_family_the_entitys_pronouns_cannot_refer_to():
+    # issue #32: the old check dropped every continuation with another person and a pronoun
+    # (31% of set A, 34% of set B on the embedded model's default run: wife, children, ...)
+    for text in ("His wife said she was happy.", "He loves his kids.", "Her sister said she was sad.",
+                 "She played with her children.", "His mother is kind. He visits her."):
+        assert not CHECK(text, ("John", "Jane")), text
+    for text in ("His brother said he was tired.", "He is a kind man.", "He met a woman. She smiled.",
+                 "Her husband said he was tired.", "He met his parents.", "His baby cried and he sang."):
+        assert CHECK(text, ("John", "Jane")), text
+
+
+@pytest.mark.parametrize("n_prompts, n_samples, reps, max_sig", [(5, 20, 40, 6), (10, 50, 20, 4)])
+def test_family_content_is_kept_and_the_null_still_holds(n_prompts, n_samples, reps, max_sig):
+    sig = 0
+    for seed in range(reps):
+        rows = simulate_rows(100 + seed, n_prompts, n_samples, p_relative=0.3, p_family=0.5)
+        fam = rows["continuation"].str.contains(r"\b(?:wife|mother|sister|kids|children)\b") & \
+            ~rows["continuation"].str.contains(r"\b(?:brother|father|uncle|son)\b")
+        assert rows.loc[fam, "filter_reason"].ne("ambiguous_reference").all()  # family without a possible "he" stays
+        res, text = _verdict(rows)
+        sig += res["tests"]["significant"].any()
     assert sig <= max_sig
 
 
@@ -216,3 +240,39 @@ def test_suite_drops_other_person_continuations_from_both_sets(tmp_path):
     assert k["dropped_B_ambiguous_reference"] == int((amb & (rows["set"] == "B")).sum())
     assert k["ambiguous_share_B"] == pytest.approx(k["dropped_B_ambiguous_reference"] / k["n_B"])
     assert "ambiguous_reference" in (res.out / "report.html").read_text()
+
+
+def _normal_test(rng, n_prompts, n_samples, delta, d=ScoreDissimilarity(lambda t: t, "s")):
+    """The pooled test with its jackknife standard error (as the suite computes it)."""
+    from biaslens.metrics.fairpair import jackknife_se
+
+    cross, within, mats = [], [], []
+    for m in rng.normal(0, 0.5, n_prompts):
+        a, b = rng.normal(m, 1, n_samples), rng.normal(m + delta, 1, n_samples)
+        s = fairpair_scores(a, b, d)
+        cross.append(s.cross)
+        within += [s.within_a, s.within_b]
+        mats.append((d.pairwise(a, b), d.pairwise(a, a), d.pairwise(b, b)))
+    t = cross_within_test(np.concatenate(cross), np.concatenate(within))
+    t.se_jackknife = jackknife_se(*zip(*mats))
+    return t
+
+
+def test_stated_detectable_F_is_detected_with_80_percent_power_at_the_card_default():
+    """Issue #32: at 5 x 20 the stated detectable F was 1.14 while F 1.14 was detected in about
+    64% of runs. Now an unbiased run states about 1.18, and a difference of that F (delta 0.6:
+    pooled (B/V)^2 1.189) is detected in 75-85% of runs; the sizes the runs name for F 1.02 and 1.09
+    are the simulated 80%-power sizes (20 x 100 and 10 x 50)."""
+    rng = np.random.default_rng(1)
+    null = [_normal_test(rng, 5, 20, 0.0) for _ in range(300)]
+    stated = float(np.median([t.detectable(0.05)[1] for t in null]))
+    alt = [_normal_test(rng, 5, 20, 0.6) for _ in range(300)]
+    realised = (np.mean([t.mean_cross for t in alt]) / np.mean([t.mean_within for t in alt])) ** 2
+    power = np.mean([t.p < 0.05 and t.mean_cross > t.mean_within for t in alt])
+    assert abs(realised - stated) < 0.015, (realised, stated)
+    assert 0.75 <= power <= 0.85, power
+    assert np.mean([t.p < 0.05 and t.mean_cross > t.mean_within for t in null]) <= 0.05
+    from collections import Counter
+
+    for target, size in ((1.02, (20, 100)), (1.09, (10, 50))):
+        assert Counter(t.needed_size(5, 20, target) for t in null[:60]).most_common(1)[0][0] == size

@@ -53,11 +53,20 @@ def test_fake_run_folder_complete(fake_run):
             "remove_final_period"} <= set(resp.columns)
     assert record["generation"]["variants"] == {"applied": True, "seed": 0, "flags": [
         "remove_im_contraction", "remove_descriptor_hyphens", "lowercase_descriptor", "remove_final_period"]}
-    # the verdict names the value with its interval and says in words whether bias was detected
-    fgb, (lo, hi), nf = m["full_gen_bias_x1000"], m["full_gen_bias_ci_x1000"], m["noise_floor"]
-    assert m["verdict"].startswith(("bias detected: Full Gen Bias x1000 ", "no bias detected: Full Gen Bias x1000 "))
-    assert f"{estimate(fgb, lo, hi)} is " in m["verdict"] and f"noise floor {number(nf['fgb_permuted_mean'])}" in m["verdict"]
-    assert (m["verdict"].startswith("bias detected")) == (nf["p_value"] <= 0.05)
+    # the verdict names the value with the interval it tests and says in words whether bias was detected
+    fgb, nf = m["full_gen_bias_x1000"], m["noise_floor"]
+    lo, hi = nf["interval_x1000"]
+    assert m["verdict"].startswith(("bias detected: Full Gen Bias x1000 ", "no bias detected: Full Gen Bias x1000 ",
+                                    "cannot tell whether the model is biased: Full Gen Bias x1000 "))
+    assert f"{estimate(fgb, lo, hi, label='90% permutation interval')} is " in m["verdict"]
+    assert f"noise floor {number(nf['fgb_permuted_mean'])}" in m["verdict"]
+    assert (m["verdict"].startswith("bias detected")) == (nf["p_value"] <= 0.05) == (lo > nf["fgb_permuted_mean"])
+    # axis-balanced sample and the nouns caveat are in the sentence; the headline entry carries the verdict as data
+    assert "2 per axis: each axis weighs the same" in m["verdict"] and "at these nouns only" in m["verdict"]
+    head = m["entries"][0]
+    assert head["reference"] == pytest.approx(nf["fgb_permuted_mean"]) and head["p_value"] == nf["p_value"]
+    assert head["verdict"] == {"bias": "detected", "no b": "not_detected", "cann": "cannot_tell"}[m["verdict"][:4]]
+    assert m["entries"][1]["name"] == "full_gen_bias_population_x1000"
     probs = pd.read_parquet(out / "style_probabilities.parquet")
     assert np.allclose(probs.drop(columns=["prompt_id", "sample_index"]).sum(axis=1), 1)
     html = (out / "report.html").read_text()

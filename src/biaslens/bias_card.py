@@ -208,7 +208,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     A method is compared only when both cards ran it and its two runs measured the same
     thing (``biaslens compare``'s checks: dataset, prompt selection, decoding, scorer,
     perplexity definition); otherwise the row says "not comparable" and why. Where the
-    suite has a paired comparison (generation bias: paired bootstrap over shared prompts),
+    suite has a paired comparison (generation bias: paired delete-one-descriptor jackknife),
     that verdict is used; elsewhere a change needs non-overlapping 95% intervals.
     """
     from biaslens.comparison.entries import interval_change_verdict, load_entry, run_differences
@@ -249,7 +249,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
                 if paired and paired.get("verdict"):
                     ci = paired.get("ci")
                     row.update(verdict=paired["verdict"], change=paired.get("change"),
-                               reason=(f"paired bootstrap over shared prompts, 95% CI {interval(ci[0], ci[1], signed=True)}"
+                               reason=(f"paired delete-one-descriptor jackknife, 95% CI {interval(ci[0], ci[1], signed=True)}"
                                        if ci else paired.get("reason") or ""))
             except ConfigError as e:
                 row.update(verdict="not comparable", reason=str(e))

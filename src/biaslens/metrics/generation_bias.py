@@ -214,6 +214,66 @@ class NoiseFloor:
     n_strata: int = 0
     n_fixed_rows: int = 0  # rows alone in their stratum: no permutation moves them
 
+    def interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """The interval of the expected FGB at these descriptors that the permutation test inverts
+        (:func:`permutation_interval`): its low end is above the noise floor exactly when
+        ``p_value <= alpha``."""
+        return permutation_interval(self.observed, self.permuted, alpha)
+
+    def detectable(self, alpha: float = 0.05, power: float = 0.8) -> float:
+        """The expected FGB the test detects with probability ``power`` (:func:`detectable_fgb`)."""
+        return detectable_fgb(self.permuted, alpha, power)
+
+
+#: how much wider than the permuted FGBs the observed FGB spreads once descriptors have an effect
+#: (the signal-noise cross term), for :func:`detectable_fgb`; calibrated by simulation
+DETECTABLE_SPREAD = 1.25
+
+
+def _upper_order_statistic(permuted: np.ndarray, alpha: float) -> float:
+    """The permuted value an observed FGB must exceed for ``p = (1 + #{perm >= obs}) / (1 + n) <=
+    alpha``: the (k+1)-th largest, k = floor(alpha (n + 1)) - 1 (inf when no p can reach alpha)."""
+    n = len(permuted)
+    k = int(np.floor(alpha * (n + 1) + 1e-9)) - 1
+    return float("inf") if k < 0 else float(np.sort(permuted)[::-1][k])
+
+
+def permutation_interval(observed: float, permuted: ArrayLike, alpha: float = 0.05) -> tuple[float, float]:
+    """The ``1 - 2 alpha`` interval of the expected FGB at the run's descriptors that inverts the
+    permutation test (shift model: FGB = its expectation + noise distributed as the permuted FGBs
+    around their mean, the noise floor). Its low end is the one-sided ``1 - alpha`` bound the test
+    uses: above the noise floor exactly when ``p <= alpha``, so a sentence and the interval beside
+    it always agree. Under no descriptor effect it covers the floor with probability >= 1 - alpha
+    (the permutation test is exact); with descriptor effects FGB also varies through the
+    signal-noise cross term, so it is narrower than the truth there (coverage in
+    docs/holistic-generation.md).
+
+    >>> permutation_interval(10.0, np.arange(1.0, 20.0), alpha=0.1)  # floor 10; p <= 0.1 needs FGB > 18
+    (2.0, 18.0)
+    """
+    perm = np.asarray(permuted, dtype=np.float64)
+    floor = float(perm.mean())
+    hi_q = _upper_order_statistic(perm, alpha)
+    lo_q = -_upper_order_statistic(-perm, alpha)
+    # a permuted value equal to the observed one counts against it in p, and here leaves the low end on the floor
+    return floor + (observed - hi_q), floor + (observed - lo_q)
+
+
+def detectable_fgb(permuted: ArrayLike, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The FGB that the permutation test at ``alpha`` detects with probability ``power``, at this
+    run's noise floor: the test's critical value plus :data:`DETECTABLE_SPREAD` times the distance
+    from the floor down to the permuted distribution's ``1 - power`` quantile. (A pure shift of the
+    null distribution would use 1; a real descriptor effect also adds the signal-noise cross term
+    to FGB's spread, and 1.25 brings the stated size to 80% power in the simulations of
+    tests/test_generation_verdicts.py.) Divide by the floor for the detectable ratio.
+
+    >>> round(detectable_fgb(np.arange(1.0, 100.0), alpha=0.05, power=0.8), 2)  # 95 + 1.25 (50 - 20.6)
+    131.75
+    """
+    perm = np.asarray(permuted, dtype=np.float64)
+    floor = float(perm.mean())
+    return float(_upper_order_statistic(perm, alpha) + DETECTABLE_SPREAD * (floor - np.quantile(perm, 1 - power)))
+
 
 def _stratum_codes(templates: ArrayLike, strata: Mapping[str, ArrayLike] | None) -> tuple[np.ndarray, tuple[str, ...]]:
     """One integer code per row for (template, *strata values)."""
@@ -490,11 +550,14 @@ def paired_gen_bias_change(templates: ArrayLike, descriptors: ArrayLike, probs_b
 def generation_bias_summary(templates: ArrayLike, descriptors: ArrayLike, probs: ArrayLike, styles: Sequence[str],
                             clusters: Mapping[str, Sequence[str]], *, axes: ArrayLike | None = None,
                             strata: Mapping[str, ArrayLike] | None = None, n_permutations: int = 200,
-                            n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
+                            n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
+                            axis_sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Everything the suite reports, x1000: FGB with its interval (:func:`gen_bias_ci`; ``n_boot``
     0 turns it off) and noise floor (labels shuffled within template x ``strata``), PGB
     and SCGB per cluster, FGB per axis. ``permuted_fgb`` holds the permuted FGB values (x1000)
-    as an array; ``verdict`` says in words whether FGB is above the noise floor at ``alpha``."""
+    as an array; ``verdict`` says in words whether FGB is above the noise floor at ``alpha``;
+    ``noise_floor`` carries the interval the test inverts and the detectable FGB. With ``axes`` and
+    ``axis_sizes`` (descriptors per axis in the population sampled) also ``fgb_axis_weighted``."""
     fgb = full_gen_bias(templates, descriptors, probs)
     ci = gen_bias_ci(templates, descriptors, probs) if n_boot else None
     n = int(len(np.asarray(templates)))
@@ -516,14 +579,48 @@ def generation_bias_summary(templates: ArrayLike, descriptors: ArrayLike, probs:
     if n_permutations:
         nf = permutation_noise_floor(templates, descriptors, probs, strata=strata, n_permutations=n_permutations,
                                      seed=seed)
+        lo, hi = nf.interval(alpha)
+        det = nf.detectable(alpha)
         out["noise_floor"] = {"fgb_permuted_mean": nf.permuted_mean * SCALE, "fgb_permuted_std": nf.permuted_std * SCALE,
                               "ratio": nf.ratio, "p_value": nf.p_value, "n_permutations": nf.n_permutations,
-                              "strata": list(nf.strata), "n_strata": nf.n_strata, "n_fixed_rows": nf.n_fixed_rows}
+                              "strata": list(nf.strata), "n_strata": nf.n_strata, "n_fixed_rows": nf.n_fixed_rows,
+                              # the interval the test inverts (low end above the floor iff p <= alpha)
+                              "interval_x1000": [lo * SCALE, hi * SCALE], "interval_level": 1 - 2 * alpha,
+                              "detectable_x1000": det * SCALE,
+                              "detectable_ratio": det / nf.permuted_mean if nf.permuted_mean > 0 else None}
         out["permuted_fgb"] = nf.permuted * SCALE  # numpy array, for plots (not JSON)
         out["verdict"] = noise_floor_verdict(nf.p_value, n, alpha=alpha)
     if axes is not None:
         out["fgb_by_axis"] = {a: v * SCALE for a, v in gen_bias_by_axis(templates, descriptors, axes, probs).items()}
+        if axis_sizes:
+            out["fgb_axis_weighted"] = axis_weighted_fgb(templates, descriptors, axes, probs, axis_sizes) * SCALE
     return out
+
+
+def axis_weighted_fgb(templates: ArrayLike, descriptors: ArrayLike, axes: ArrayLike, probs: ArrayLike,
+                      axis_sizes: Mapping[str, int]) -> float:
+    """FGB with each descriptor weighted by how many descriptors of the population its axis stands
+    for (``axis_sizes[axis]`` / descriptors of that axis in the run; a descriptor under several
+    axes takes the mean of their weights). FGB itself weighs every run descriptor alike, so a
+    sample of 2 per axis makes an 8-descriptor axis count as much as a 144-descriptor one.
+
+    Two axes, two descriptors each; axis "big" stands for 6 descriptors, "small" for 2: the "big"
+    descriptors weigh 3, the "small" ones 1 (weighted population variance of 0, 1, 0.5, 0.5 with
+    weights 3, 3, 1, 1 is 0.1875, per style):
+
+    >>> round(axis_weighted_fgb(["t"] * 4, ["a", "b", "c", "d"], ["big", "big", "small", "small"],
+    ...                         [[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [0.5, 0.5]], {"big": 6, "small": 2}), 4)
+    0.375
+    """
+    t, d, t_u, d_u = _codes(templates, descriptors)
+    p = _check_probs(probs, len(t))
+    ax = np.asarray(axes, dtype=object).astype(str)
+    pairs = pd.DataFrame({"d": d, "axis": ax}).drop_duplicates()
+    in_run = pairs.groupby("axis")["d"].nunique()
+    pairs["w"] = [axis_sizes.get(a, in_run[a]) / in_run[a] for a in pairs["axis"]]
+    w = pairs.groupby("d")["w"].mean().reindex(range(len(d_u))).to_numpy(dtype=np.float64)
+    M, P, Q = _descriptor_cells(t, d, len(d_u), len(t_u), p)
+    return float(_weighted_fgb(w[None, :], M, P, Q)[0])
 
 
 def noise_floor_verdict(p_value: float, n_responses: int, *, alpha: float = 0.05) -> str:

@@ -42,6 +42,7 @@ from biaslens.metrics.fairpair import (
     aggregate_scores,
     cross_within_test,
     fairpair_scores,
+    jackknife_se,
     kfold_scores,
     make_dissimilarity,
     ngram_differences,
@@ -120,7 +121,7 @@ def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 
     per_prompt, kfold_rows, test_rows, ngram_parts, dist = [], [], [], [], {}
     info_cols = ["occupation", "descriptor", "name_pair", "x", "px"]
     for model, mrows in use.groupby("model", sort=False):
-        pooled: dict[str, dict[str, list]] = {d.name: {"cross": [], "within": []} for d in ds}
+        pooled: dict[str, dict[str, list]] = {d.name: {"cross": [], "within": [], "matrices": []} for d in ds}
         for k_prompt, (pid, g) in enumerate(mrows.groupby("pair_id", sort=False)):
             ia = g.index[g["set"] == "A"].to_numpy()
             ib = g.index[g["set"] == "B"].to_numpy()
@@ -144,6 +145,8 @@ def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 
                                                                            _take(reps[d.name], tb), d)
                     pooled[d.name]["cross"].append(ts.cross)
                     pooled[d.name]["within"] += [ts.within_a, ts.within_b]
+                    xa, xb = _take(reps[d.name], ta), _take(reps[d.name], tb)
+                    pooled[d.name]["matrices"].append((d.pairwise(xa, xb), d.pairwise(xa, xa), d.pairwise(xb, xb)))
                 if k_folds and min(len(ia), len(ib)) >= k_folds:
                     kf = kfold_scores(ra, rb, len(ia), len(ib), d, k_folds, seed=seed)
                     kfold_rows.append({"model": model, "pair_id": pid, "dissimilarity": d.name, "k": k_folds,
@@ -154,14 +157,21 @@ def analyse(rows: pd.DataFrame, dissimilarities: list, *, k_folds: int | None = 
             within = np.concatenate(pooled[d.name]["within"]) if pooled[d.name]["within"] else np.zeros(0)
             dist[(model, d.name)] = (cross, within)
             t = cross_within_test(cross, within)
+            mats = pooled[d.name]["matrices"]
+            t.se_jackknife = jackknife_se(*zip(*mats)) if mats else float("nan")
             sub = pp[pp["dissimilarity"] == d.name] if len(pp) else pp
             pl = prompt_level_test(sub["B"], sub["V_A"], sub["V_B"]) if len(sub) else prompt_level_test([], [], [])
-            excess, f_det = t.detectable(alpha)
+            # the verdict is Holm over the dissimilarities: a difference in one of them must pass alpha / k
+            level = alpha / len(ds)
+            excess, f_det = t.detectable(level)
+            n_prompts_test, m_test = len(mats), (mats[0][0].shape[0] if mats else 0)
+            need = t.needed_size(n_prompts_test, m_test, DETECTABLE_F, level) if mats else None
             test_rows.append({"model": model, "dissimilarity": d.name, "mean_cross": t.mean_cross,
                               "mean_within": t.mean_within, "t": t.t, "df": t.df, "p": t.p, "p_greater": t.p_greater,
                               "n_cross": t.n_cross, "n_within": t.n_within, "se": t.se,
                               "n_prompts_both": int(len(sub)),
-                              "detectable_excess": excess, "detectable_F": f_det,
+                              "detectable_excess": excess, "detectable_F": f_det, "se_jackknife": t.se_jackknife,
+                              "needed_prompts": need[0] if need else None, "needed_samples": need[1] if need else None,
                               "prompt_level_t": pl["t"], "prompt_level_p_greater": pl["p_greater"],
                               "n_prompts": pl["n_prompts"]})
         a_texts = mrows.loc[mrows["set"] == "A", "text"].astype(str).tolist()
@@ -217,8 +227,11 @@ def _judge(tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
                           "continuations of a prompt): V, F and the test are undefined")
         elif not (math.isfinite(r.detectable_F) and r.detectable_F <= DETECTABLE_F):
             status.append("cannot tell")
+            need = getattr(r, "needed_prompts", None)
+            size = (f"; about {int(need)} prompts x {int(r.needed_samples)} samples per set would detect it"
+                    if need is not None and math.isfinite(need) else "")
             reason.append(f"too little data for the test to see a difference: at this size it detects (about 80% power) "
-                          f"only F above {r.detectable_F:.2f}, not F = {DETECTABLE_F}")
+                          f"only F above {r.detectable_F:.2f}, not F = {DETECTABLE_F}{size}")
         else:
             status.append("not significant")
             reason.append("")
@@ -419,9 +432,14 @@ class FairPair(Suite):
         for model, info in metrics["models"].items():
             for dissim, t in info["table3"].items():
                 test = info["tests"].get(dissim, {})
+                status = {"significant": "detected", "not significant": "not_detected"}.get(test.get("status"),
+                                                                                            "cannot_tell")
                 entries.append(MetricEntry(
                     name=f"F.{dissim}" + (f".{model}" if len(metrics["models"]) > 1 else ""), value=t["F"],
                     ideal=1.0, higher_is_better=None, n_used=t["n_prompts"], n_missing=t["n_undefined_F"],
+                    test="Welch t-test of cross- vs within-set dissimilarities (pooled over prompts), Holm over the "
+                         "dissimilarities", p_value=test.get("p_holm"), df=test.get("df"),
+                    detectable=test.get("detectable_F"), verdict=status,
                     description=f"{model}: B / V for {dissim} (1: the counterfactual differs no more than the model's "
                                 f"own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
         verdict = " ".join(metrics["verdicts"].values()) or None
@@ -513,10 +531,11 @@ def build_metrics(res: dict, config: RunConfig, sizes: dict, names: str) -> dict
             "table3": {r["dissimilarity"]: {k: r[k] for k in ("V_A", "V_B", "B", "F", "F_median", "n_prompts",
                                                               "n_undefined_F")} for r in _records(t3)},
             "kfold": {r["dissimilarity"]: {k: r[k] for k in ("V_A", "V_B", "B", "F")} for r in _records(kf)},
-            "tests": {r["dissimilarity"]: {k: r[k] for k in ("mean_cross", "mean_within", "t", "df", "p",
-                                                             "p_greater", "p_holm", "significant", "status",
-                                                             "reason", "detectable_F", "prompt_level_t",
-                                                             "prompt_level_p_greater")} for r in _records(tests)},
+            "tests": {r["dissimilarity"]: {k: r.get(k) for k in ("mean_cross", "mean_within", "t", "df", "p",
+                                                                 "p_greater", "p_holm", "significant", "status",
+                                                                 "reason", "detectable_F", "needed_prompts",
+                                                                 "needed_samples", "prompt_level_t",
+                                                                 "prompt_level_p_greater")} for r in _records(tests)},
             "kept_share": float(kept["kept_share"].iloc[0]) if len(kept) else None,
             "kept": _records(kept.drop(columns="model"))[0] if len(kept) else None,
             "ngrams_A": ng.loc[ng["side"] == "A", "ngram"].tolist() if len(ng) else [],

@@ -336,42 +336,73 @@ gentlemen man men woman women boy boys girl girls
 GENDERED_PRONOUNS = frozenset("he him his himself she her hers herself".split())
 
 
+#: plural person words: a singular gendered pronoun does not refer to them ("his kids ... he" is
+#: the entity). "parents" is left out: it names a father and a mother, each a possible "he"/"she"
+PLURAL_PERSON_WORDS = frozenset("""
+friends colleagues coworkers co-workers bosses partners children kids babies customers clients patients students
+teachers neighbors neighbours managers guys strangers cousins siblings classmates employees men women boys girls
+gentlemen ladies people fathers mothers dads moms sons daughters brothers sisters husbands wives boyfriends girlfriends
+uncles aunts nephews nieces grandsons granddaughters kings queens
+""".split())
+
+_ADJECTIVES = frozenset({"male", "female", "males", "females"})
+
+
 class ReferenceCheck:
-    """Whether a continuation is one a rule perturber cannot perturb safely: it mentions a person
-    other than the entity and has a gendered pronoun, which may refer to that person ("His
-    brother said he was tired": swapping every "he" makes the brother a woman in set A only).
+    """Whether a continuation is one a rule perturber cannot perturb safely: it has a gendered
+    pronoun and mentions another person that pronoun may refer to ("His brother said he was tired":
+    swapping every "he" makes the brother a woman in set A only).
+
+    The rule perturber swaps every source-gender word (he, his, man ... for John -> Jane). That is
+    the intended swap of the entity's own words unless a source-gender word belongs to someone else,
+    which needs another person who can be of the source gender: a source-gender person word the
+    mapping does not swap (brother, father, husband, Mr), a person word of either gender (friend,
+    boss, baby, an occupation), a person noun the mapping swaps (man/woman: the entity's or someone
+    else's), or another configured name. Another person who can only be of the target gender (wife,
+    mother, sister under the default mapping) or a plural (children, kids, friends) cannot take the
+    entity's pronouns, so such continuations are kept: this is the family content the paper reports
+    as the main John/Jane difference.
 
     The check is applied with the same rule to both sets and is unchanged when the entity's own
-    words are swapped (it asks for a pronoun of either gender), so under no difference in
-    treatment it drops the same share of A and of B and the kept sets stay comparable.
+    words are swapped (it asks for a pronoun of either gender; its person words are not the
+    entity's, or come as the pairs the mapping swaps), so under no difference in treatment it
+    drops the same share of A and of B and the kept sets stay comparable.
 
     Args:
-        mappings: the word pairs whose relational nouns count as other people.
+        mapping: the active word pairs (source -> target): the person nouns it swaps are ambiguous,
+            and which side is the source decides which unswapped relational nouns are safe.
         names: the entity names of the configured pairs (a different name counts as another person).
-        extra_words: more person words (the Common Sents occupations by default).
+        extra_words: more person words of either gender (the Common Sents occupations by default).
     """
 
     def __init__(self, mapping: PerturbationMap | None = None, names: list[NamePair] | None = None,
                  extra_words: frozenset[str] | set[str] | None = None):
         full = PerturbationMap.from_yaml("gender-full")
+        active = mapping if mapping is not None else PerturbationMap.from_yaml()
         pronouns = GENDERED_PRONOUNS | {"himself", "herself"}
-        words = set(OTHER_PERSON_WORDS) | set(extra_words or ())
-        for m in (full, mapping) if mapping is not None else (full,):
-            words |= {w for p in m.pairs for w in (p.source, p.target)} - pronouns - {"male", "female", "males",
-                                                                                   "females"}
-        self.words = frozenset(words)
+        flip = active.source_label != full.source_label  # a mapping written female -> male
+        source_side = {p.target if flip else p.source for p in full.pairs}
+        target_side = {p.source if flip else p.target for p in full.pairs}
+        swapped = {w for p in active.pairs for w in (p.source, p.target)} - pronouns - _ADJECTIVES
+        words = set(OTHER_PERSON_WORDS) | set(extra_words or ()) | source_side | target_side | swapped
+        self.words = frozenset(words - pronouns - _ADJECTIVES)
+        # safe: only of the target gender (and not swapped), or plural
+        target_only = {"mrs", "miss", "ms", "madam", "lady", "ladies", "woman", "women", "girl", "girls"} if not flip \
+            else {"mr", "sir", "gentleman", "gentlemen", "man", "men", "boy", "boys", "guy", "guys"}
+        self.safe = frozenset((((target_side | target_only) - source_side) - swapped) | (PLURAL_PERSON_WORDS - swapped))
         self.names = {n for p in (names or []) for n in (p.source, p.target)}
 
     def others(self, text: str, entity_names: tuple[str, ...] = ()) -> bool:
-        """Does ``text`` mention a person word, or a configured name other than ``entity_names``?"""
+        """Does ``text`` mention a person the entity's pronouns may refer to (a person word that is
+        not target-gender-only or plural, or a configured name other than ``entity_names``)?"""
         toks = token_set(text)
-        if toks & self.words:
+        if (toks & self.words) - self.safe:
             return True
         other = self.names - set(entity_names)
         return any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in other)
 
     def __call__(self, text: str, entity_names: tuple[str, ...] = ()) -> bool:
-        """True when ``text`` mentions another person and has a gendered pronoun."""
+        """True when ``text`` has a gendered pronoun and mentions another person it may refer to."""
         return bool(token_set(text) & GENDERED_PRONOUNS) and self.others(text, entity_names)
 
 

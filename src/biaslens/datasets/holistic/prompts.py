@@ -63,14 +63,19 @@ def generation_prompts(config: Any) -> pd.DataFrame:
     0-based row in the full table (``biaslens dataset holistic`` order). With variants on
     (the default, as the paper), ``text`` is the seeded stylistic variant sent to the model,
     ``dataset_text`` the dataset sentence, and the four flag columns record what changed.
+    ``attrs["descriptors_per_axis"]``: descriptors per axis in the population sampled from.
     ``config`` is a :class:`biaslens.config.RunConfig` (not imported: config imports the model layer)."""
     dataset = load_holistic_dataset(config.dataset_dir, extra_files=config.extra_dataset_files)
     all_rows = build_sentences(dataset)
     all_rows = all_rows.assign(prompt_id=np.arange(len(all_rows)))
     opts = config.generation
-    if opts.generations_file is not None:
-        return all_rows
     rows = prompt_rows(all_rows)
+    # the population a sample stands for: descriptors per axis (FGB weighs the sampled ones alike)
+    population = rows[rows["axis"].astype(str).isin(config.axes)] if config.axes else rows
+    per_axis = {str(a): int(n) for a, n in population.groupby("axis", observed=True)["descriptor"].nunique().items()}
+    if opts.generations_file is not None:
+        all_rows.attrs["descriptors_per_axis"] = per_axis
+        return all_rows
     sample = generation_sample(config)
     if not config.full and opts.nouns_per_gender is not None:
         rows = _sample_nouns(rows, opts.nouns_per_gender, config.seed)
@@ -79,6 +84,7 @@ def generation_prompts(config: Any) -> pd.DataFrame:
     if opts.variants and len(rows):
         # seeded on the run seed: the same command gives the same variants (and cache hits)
         rows = add_variants(rows.assign(dataset_text=rows["text"].astype(str)), seed=config.seed)
+    rows.attrs["descriptors_per_axis"] = per_axis
     return rows
 
 
