@@ -3,7 +3,7 @@ head (tokenizing, sorting, batching, prefix-trie bookkeeping, result objects), p
 for this tree's engine and optionally an older one, side by side.
 
     python benchmarks/bench_scoring_host.py [--before SRC] [--n 100000] [--sample 2000]
-        [--prompts 64] [--threads 2] [--out FILE]
+        [--prompts 64] [--prefetch-n 1024] [--only host,exact,generation,prefetch] [--threads 2] [--out FILE]
 
 ``--before SRC``: the root of another biaslens source tree (a folder holding ``src/biaslens``),
 e.g. ``git archive <commit> src | tar -x -C /tmp/before``; every measurement runs for it too,
@@ -20,6 +20,8 @@ each in its own process with that tree first on ``PYTHONPATH``.
 3. **Generation.** Greedy generation through the engine (``--prompts`` HolisticBias chat prompts,
    32 new tokens, 3-gram blocking) and plain ``model.generate`` at the same batch (once):
    generated tokens/s.
+4. **Prepared ahead on a CPU?** This tree only: the real model on ``--prefetch-n`` sentences with
+   the next batch prepared on a background thread and without (interleaved, twice each).
 
 Writes benchmarks/results/scoring_host.json with the CPU model and flags.
 """
@@ -184,13 +186,41 @@ def child_generation(args) -> dict:
     return out
 
 
-CHILDREN = {"host": child_host, "exact": child_exact, "generation": child_generation}
+def child_prefetch(args) -> dict:
+    """This tree only: the real model on ``--prefetch-n`` sentences with the next batch prepared on
+    a background thread or not (the CPU default follows this measurement)."""
+    import numpy as np
+    import torch
+
+    from biaslens.engine.scoring import score_texts
+    from biaslens.models import load_model
+    from biaslens.models.hf import HFCausalBackend
+
+    torch.set_num_threads(args.threads)
+    texts = sentences(args.prefetch_n)
+    backend = load_model("smollm2-135m")
+    score_texts(backend, texts[:256], cache=None)  # warm-up
+    out, ref = {}, None
+    for ahead in (0, 1, 0, 1):  # interleaved: drift on the machine hits both alike
+        HFCausalBackend.PREFETCH_BATCHES_CPU = ahead
+        t = time.perf_counter()
+        ll = np.asarray([s.sum_logprob for s in score_texts(backend, texts, cache=None)])
+        out.setdefault(f"prefetch_{ahead}_seconds", []).append(round(time.perf_counter() - t, 2))
+        ref = ll if ref is None else ref
+        assert np.array_equal(ll, ref)
+    out["sentences"] = len(texts)
+    out["identical_scores"] = True
+    return out
+
+
+CHILDREN = {"host": child_host, "exact": child_exact, "generation": child_generation, "prefetch": child_prefetch}
 
 
 def run_child(kind: str, tree: Path, args, workdir: Path, plain: bool = False) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"), BIASLENS_THREADS=str(args.threads))
     cmd = [sys.executable, __file__, "--child", kind, "--workdir", str(workdir), "--n", str(args.n),
-           "--sample", str(args.sample), "--prompts", str(args.prompts), "--threads", str(args.threads)]
+           "--sample", str(args.sample), "--prompts", str(args.prompts), "--threads", str(args.threads),
+           "--prefetch-n", str(args.prefetch_n)]
     if plain:
         cmd.append("--plain")
     if args.profile:
@@ -209,7 +239,8 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=2000, help="--sample of the exactness run (0: skip it)")
     ap.add_argument("--prompts", type=int, default=64, help="generation prompts (0: skip generation)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BIASLENS_THREADS", os.cpu_count() or 1)))
-    ap.add_argument("--only", default="host,exact,generation", help="which measurements, comma-separated")
+    ap.add_argument("--prefetch-n", type=int, default=1024, help="sentences for the prefetch measurement")
+    ap.add_argument("--only", default="host,exact,generation,prefetch", help="which measurements, comma-separated")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one host-time pass to stderr")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "scoring_host.json")
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
@@ -234,11 +265,13 @@ def main() -> None:
                     "trees": {k: str(v) for k, v in trees.items()}, "machine": machine_facts(),
                     "load_average_before": os.getloadavg()}
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ("host", "exact", "generation"):
+        for kind in ("host", "exact", "generation", "prefetch"):
             if kind not in only:
                 continue
             result[kind] = {}
             for label, tree in trees.items():
+                if kind == "prefetch" and label != "after":
+                    continue
                 print(f"{kind}: {label} ({tree})", file=sys.stderr, flush=True)
                 result[kind][label] = run_child(kind, tree, args, Path(tmp) / label / kind,
                                                 plain=kind == "generation" and label == "after")

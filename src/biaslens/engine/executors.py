@@ -99,6 +99,14 @@ class GenerateCall:
     def __call__(self, backend: Backend, batch: list[tuple[str, int]]) -> list[str]:
         return backend.generate_batch([p for p, _ in batch], self.params, [int(s) for _, s in batch])
 
+    def prepare(self, backend, batch: list[tuple[str, int]]):
+        """The host's part (a backend with ``prepare_generation``: prompts' ids, prefill plan)."""
+        return backend.prepare_generation([p for p, _ in batch], self.params, [int(s) for _, s in batch])
+
+    @staticmethod
+    def run(backend, prepared) -> list[str]:
+        return backend.generate_prepared(prepared)
+
     @staticmethod
     def encode(results: list[str]) -> bytes:
         return pickle.dumps([str(r) for r in results], protocol=pickle.HIGHEST_PROTOCOL)
@@ -138,7 +146,9 @@ class LocalExecutor:
     """
 
     def run(self, backend: Backend, call, batches: Sequence) -> Iterator[tuple[int, list]]:
-        ahead = int(getattr(backend, "prefetch_batches", 0) or 0) if hasattr(call, "prepare") else 0
+        two_step = hasattr(call, "prepare") and (not isinstance(call, GenerateCall)
+                                                 or hasattr(backend, "prepare_generation"))
+        ahead = int(getattr(backend, "prefetch_batches", 0) or 0) if two_step else 0
         if ahead < 1 or len(batches) < 2:
             for i, batch in enumerate(batches):
                 yield i, call(backend, batch)

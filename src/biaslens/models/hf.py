@@ -28,6 +28,7 @@ from biaslens.models.tokenized import (
     TokenizerBackend,
     TokenRows,
     check_model_location,
+    common_prefix,
     is_masked_config,
     lexicographic_order,
     pick_start_token,
@@ -162,8 +163,9 @@ def gpu_generate_rows(config, free_bytes: int, most: int, bytes_per_value: int, 
 class PreparedScores:
     """A scoring batch with the host's work done (:meth:`HFCausalBackend.prepare_rows`).
 
-    ``mode``: "trie" (``tensors`` for the transformer body, ``head`` = (unique predicting
-    nodes on the device, each scored token's index among them, the scored tokens)),
+    ``mode``: "trie" (``tensors`` for the transformer body, ``head`` = (the distinct
+    predicting nodes, each scored token's index among them, the scored tokens), all on the
+    model's device),
     "shared" / "plain" (``padded`` ids; ``shared`` leading tokens common to the batch), or
     "empty" (nothing to compute).
     """
@@ -176,6 +178,17 @@ class PreparedScores:
     head: tuple = ()
     padded: np.ndarray | None = None
     shared: int = 0
+
+
+@dataclass
+class PreparedGeneration:
+    """A generation batch with the host's work done (:meth:`HFCausalBackend.prepare_generation`)."""
+
+    prompts: list[str]
+    params: Any
+    seeds: list[int]
+    enc: list[list[int]]  # each prompt's token ids
+    plan: Any = None  # models.generation.DecodePlan for biaslens's decoder; None: HF generate
 
 
 class HFCausalBackend(TokenizerBackend):
@@ -201,6 +214,8 @@ class HFCausalBackend(TokenizerBackend):
         self.use_trie = _trie_supported(model)
         #: token positions that went through the model (padding excluded), for benchmarks
         self.computed_tokens = 0
+        #: positions the packed path ran the output head on (distinct predicting prefixes)
+        self.computed_head_rows = 0
         #: sampled generation: compute each distinct prompt once per batch (the n samples of a
         #: prompt share it); tested to give the same samples at every batch size
         self.share_prompts = self.use_trie
@@ -316,14 +331,12 @@ class HFCausalBackend(TokenizerBackend):
             where = np.flatnonzero(predicting)
             seq_of = np.repeat(pack.seq_row, lengths)
             uniq, inverse = np.unique(seq_of[where] * pack.width + pack.position_col[where], return_inverse=True)
-            prep.head = (self._to_device(uniq), inverse, seqs.ids[where + 1])
+            prep.head = (self._to_device(uniq), self._to_device(inverse), self._to_device(seqs.ids[where + 1]))
             return prep
         padded = seqs.padded(self._pad_id, max(2, int(lengths.max())))  # width 2: a one-token text still runs
         prep.padded = padded
         if self.share_prefix and len(seqs) > 1:
-            limit = int(lengths.min()) - 1  # each text keeps at least one token of its own
-            differs = np.flatnonzero((padded[:, :limit] != padded[0, :limit]).any(axis=0)) if limit > 0 else []
-            prep.shared = int(differs[0]) if len(differs) else max(0, limit)
+            prep.shared = common_prefix(padded, lengths)
             if prep.shared >= 2:
                 prep.mode = "shared"
         return prep
@@ -369,6 +382,7 @@ class HFCausalBackend(TokenizerBackend):
         hidden = self.model.base_model(**prep.tensors, use_cache=False).last_hidden_state
         hidden = hidden.reshape(-1, hidden.shape[-1])
         nodes, inverse, targets = prep.head
+        self.computed_head_rows += len(nodes)
         return self._head_logprobs(hidden[nodes], inverse, targets)
 
     def _token_scores(self, lp: np.ndarray, lengths: np.ndarray, rows: TokenRows) -> list[TokenScores]:
@@ -391,10 +405,11 @@ class HFCausalBackend(TokenizerBackend):
     #: torch.logsumexp over full-vocabulary row blocks on this model
     HEAD_VOCAB_CHUNK = 4096
 
-    def _head_logprobs(self, hidden, rows: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    def _head_logprobs(self, hidden, rows, targets) -> np.ndarray:
         """log p(targets[k] | hidden[rows[k]]) as float64: logit minus logsumexp, in float32,
         with the output head computed in vocabulary chunks and the log-sum-exp accumulated
-        online (no full-vocabulary logits or log-softmax tensor is kept)."""
+        online (no full-vocabulary logits or log-softmax tensor is kept). ``rows``,
+        ``targets``: integer arrays or tensors."""
         import torch
         import torch.nn.functional as F
 
@@ -475,17 +490,32 @@ class HFCausalBackend(TokenizerBackend):
 
     # -- generation ------------------------------------------------------
     def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        return self.generate_prepared(self.prepare_generation(prompts, params, seeds))
+
+    def prepare_generation(self, prompts: list[str], params, seeds: list[int]) -> PreparedGeneration:
+        """The host's part of generating a batch, done before (or while) the model runs another:
+        the prompts' token ids (one tokenizer call) and, for biaslens's decoder, its prefill plan
+        (distinct prompts, shared opening, prompt trie)."""
+        from biaslens.models.generation import DecodePlan
+
+        enc = self.tokenize(prompts).to_lists()
+        own = self.own_decoder and params.num_beams == 1 and min(map(len, enc), default=0) > 0
+        return PreparedGeneration(list(prompts), params, list(seeds), enc,
+                                  DecodePlan.of(enc, self._pad_id) if own else None)
+
+    def generate_prepared(self, prep: PreparedGeneration) -> list[str]:
+        """Generate a prepared batch (:meth:`prepare_generation`): one response per prompt."""
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
         from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram, decode, left_padded
 
         tok = self.tokenizer
-        enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        prompts, params, seeds, enc = prep.prompts, prep.params, prep.seeds, prep.enc
         model = getattr(self, "_eager_model", self.model)
-        if self.own_decoder and params.num_beams == 1 and min(map(len, enc)) > 0:
+        if prep.plan is not None:
             with torch.inference_mode():
-                out = decode(model, enc, params, seeds, self._eos_ids(), self._pad_id)
+                out = decode(model, enc, params, seeds, self._eos_ids(), self._pad_id, plan=prep.plan)
             return [tok.decode(row, skip_special_tokens=True).strip() for row in out]
         pad = self._pad_id
         ids, attn = left_padded(enc, pad)  # every response starts at column `width`

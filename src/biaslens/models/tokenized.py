@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -212,7 +213,9 @@ def _tokenizer_threads(on: bool = True):
     from biaslens.environment import SET_BY_POLICY
 
     user_set = name in os.environ and name not in SET_BY_POLICY
-    if not on or user_set or (_POOL_PID and _POOL_PID[0] != os.getpid()):
+    # the main thread only: another thread changing the environment could race a C-level read
+    elsewhere = threading.current_thread() is not threading.main_thread()
+    if not on or user_set or elsewhere or (_POOL_PID and _POOL_PID[0] != os.getpid()):
         yield
         return
     _POOL_PID[:] = _POOL_PID or [os.getpid()]
@@ -237,6 +240,15 @@ def gather_index(begins: np.ndarray, lengths: np.ndarray, total: int | None = No
 def row_of_position(starts: np.ndarray) -> np.ndarray:
     """For flat rows delimited by ``starts``, the row of every position."""
     return np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+
+
+def common_prefix(padded: np.ndarray, lengths: np.ndarray) -> int:
+    """Leading tokens all rows of ``padded`` share, leaving each at least one token of its own."""
+    limit = int(lengths.min()) - 1 if len(lengths) else 0
+    if limit <= 0:
+        return 0
+    differs = np.flatnonzero((padded[:, :limit] != padded[0, :limit]).any(axis=0))
+    return int(differs[0]) if len(differs) else limit
 
 
 def lexicographic_order(padded: np.ndarray, texts: Sequence[str] | None = None,
