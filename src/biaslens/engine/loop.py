@@ -65,7 +65,7 @@ class ScoringStats:
 def run_cached_calls(
     backend: Backend,
     call,
-    keys: dict[Hashable, str | None],
+    keys: dict[Hashable, Any],
     *,
     plan: PlanFn,
     batch_size: int,
@@ -119,7 +119,7 @@ def run_cached_calls(
             results[item] = result
         stats.tokens_computed += count_tokens(out) if count_tokens else sum(call.tokens_of(r) for r in out)
         if cache is not None:
-            cache.put_many({keys[item]: call.to_cache(result) for item, result in zip(batch, out)})  # type: ignore[misc]
+            cache.put_many({keys[item]: call.to_cache(result) for item, result in zip(batch, out)})
         stats.batches += 1
         stats.computed += len(batch)
         done += len(batch)

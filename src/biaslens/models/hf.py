@@ -176,7 +176,7 @@ class PreparedScores:
     nodes: int = 0
     tensors: dict = field(default_factory=dict)
     head: tuple = ()
-    padded: np.ndarray | None = None
+    padded: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     shared: int = 0
 
 

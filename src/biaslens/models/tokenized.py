@@ -333,7 +333,7 @@ class TokenizerBackend(Backend):
                   and getattr(fast, "encode_special_tokens", False)
                   == bool(getattr(self.tokenizer, "split_special_tokens", False)))
         with _collector_paused(), _tokenizer_threads(direct):
-            if direct:
+            if direct and fast is not None:
                 encodings = fast.encode_batch(texts, add_special_tokens=False)
                 return TokenRows.from_lists([e.ids for e in encodings], [e.offsets for e in encodings])
             enc = self.encode(texts)
