@@ -1,7 +1,21 @@
 """The embedded model on a CUDA GPU: scoring and generation throughput by batch size and dtype,
-and optionally the paper-scale Likelihood Bias run (`biaslens run --full --device cuda`).
+and optionally the paper-scale runs.
 
-    python benchmarks/bench_cuda.py [--n 20000] [--full] [--out FILE]
+    python benchmarks/bench_cuda.py [--n 20000] [--full] [--shape 7b] [--generation-full]
+        [--time-limit S] [--out FILE]
+
+- ``--full``: the full v1.0 Likelihood Bias run (`biaslens run --full --device cuda --no-cache`),
+  wall time and the run's scoring phase (target: under 20 s of scoring with the 135M model).
+- ``--shape 7b`` (or ``1.7b``): a random-weight model of that shape (Llama-7B: 6.7B parameters;
+  SmolLM2-1.7B), built on the GPU from a config with the embedded model's tokenizer (no
+  download), scores ``--shape-sample`` HolisticBias sentences (default: all of v1.0) in bf16
+  through the engine; its compute floor is the positions it computed times 2 x its parameters
+  (the output head only where a position predicts a token) at this GPU's measured bf16 matmul
+  rate (target: within 1.5x of the floor). The scores of random weights are not meaningful; only
+  the time is. ``--shape-fp32`` adds the same in fp32 (TF32 off).
+- ``--generation-full``: `biaslens run holistic-generation --full --device cuda --no-cache`
+  (every prompt, the embedded model, the style judge) end to end, timed (stopped at
+  ``--time-limit``, default 540 s, and recorded as such).
 
 Writes benchmarks/results/cuda.json (GPU name, torch/transformers versions, CPU facts). No call
 cache is used, so every sentence is computed; fp32 runs with TF32 off (exact, biaslens's default).
@@ -36,12 +50,99 @@ def _generate_all(backend, prompts: list[str], params, batch_size: int) -> list[
             for text in backend.generate_batch(prompts[i:i + batch_size], params, [0] * len(prompts[i:i + batch_size]))]
 
 
+#: model shapes built from a config (random weights): the compute of a real model of that size
+SHAPES = {
+    "1.7b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24, "num_attention_heads": 32,
+             "num_key_value_heads": 32, "tie_word_embeddings": True},
+    "7b": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 32, "tie_word_embeddings": False},
+}
+
+
+def _timed_run(cli_args: list[str], out: Path, limit: float) -> dict:
+    """``biaslens <cli_args> --device cuda --no-cache`` in a subprocess: wall time and run.json's timings."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "biaslens.cli", *cli_args, "--device", "cuda", "--out", str(out),
+                               "--no-cache"], capture_output=True, text=True, timeout=limit)
+        code, tail = proc.returncode, proc.stderr[-1500:]
+    except subprocess.TimeoutExpired as e:
+        code, tail = f"stopped at --time-limit {limit:.0f} s", str(e.stderr or "")[-1500:]
+    wall = time.perf_counter() - t0
+    run_json = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    return {"command": " ".join(["biaslens", *cli_args, "--device cuda --no-cache"]), "wall_seconds": round(wall, 1),
+            "exit_code": code, "status": run_json.get("status"), "timings": run_json.get("timings"),
+            "scoring": run_json.get("scoring"), "stderr_tail": tail}
+
+
+def _matmul_tflops(dtype, n: int = 8192, repeats: int = 20) -> float:
+    """This GPU's dense matmul rate (TFLOP/s) on large square products."""
+    import torch
+
+    a, b = (torch.randn(n, n, device="cuda", dtype=dtype) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    torch.cuda.synchronize()
+    return 2 * n**3 * repeats / (time.perf_counter() - t0) / 1e12
+
+
+def _shape_run(shape: str, dtype: str, texts: list[str], result: dict) -> dict:
+    """Score ``texts`` with a random-weight model of ``shape`` in ``dtype``, against its compute floor."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from biaslens.engine.scoring import ScoringStats, score_texts
+    from biaslens.models.base import ModelInfo
+    from biaslens.models.embedded import embedded_model_dir
+    from biaslens.models.hf import HFCausalBackend
+
+    folder = embedded_model_dir()
+    tok = AutoTokenizer.from_pretrained(folder)
+    config = LlamaConfig(vocab_size=len(tok), max_position_embeddings=2048, **SHAPES[shape])
+    torch_dtype = getattr(torch, dtype)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(config).to(torch_dtype).eval()
+    info = ModelInfo(backend="hf", name=f"random-{shape}", kind="causal", weights_hash="random", dtype=dtype,
+                     start_token="<|endoftext|>")
+    backend = HFCausalBackend(model, tok, info, device="cuda")
+    score_texts(backend, texts[:2048], cache=None)  # warm-up
+    backend.computed_tokens = backend.computed_head_rows = 0
+    stats = ScoringStats()
+    scores, secs = _timed(score_texts, backend, texts, cache=None, stats=stats)
+    n_params = sum(p.numel() for p in model.parameters())
+    head = config.hidden_size * config.vocab_size
+    body = n_params - head * (1 if config.tie_word_embeddings else 2)  # without the input embedding and head
+    predicting = backend.computed_head_rows  # the head runs once per distinct predicting prefix
+    del scores
+    rate = _matmul_tflops(torch_dtype) * 1e12
+    floor = (2 * body * backend.computed_tokens + 2 * head * predicting) / rate
+    out = {"dtype": dtype, "n_parameters": n_params, "sentences": len(texts), "seconds": round(secs, 2),
+           "sentences_per_second": round(len(texts) / secs, 1), "computed_positions": backend.computed_tokens,
+           "predicting_positions": predicting, "floor_seconds": round(floor, 2), "ratio_to_floor": round(secs / floor, 2),
+           "batch_size": backend.score_batch_size, "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20)}
+    print(out, flush=True)
+    del model, backend
+    torch.cuda.empty_cache()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=20000, help="HolisticBias sentences to score")
     ap.add_argument("--batch-sizes", default="256,1024,4096", help="texts per scoring batch to try")
     ap.add_argument("--prompts", type=int, default=512, help="generation prompts (32 new tokens each)")
     ap.add_argument("--full", action="store_true", help="also time `biaslens run --full --device cuda`")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default=None, help="also score with a random model of this shape")
+    ap.add_argument("--shape-sample", type=int, default=0, help="sentences for --shape (0: all of v1.0)")
+    ap.add_argument("--shape-fp32", action="store_true", help="--shape in fp32 too")
+    ap.add_argument("--generation-full", action="store_true",
+                    help="also time `biaslens run holistic-generation --full --device cuda`")
+    ap.add_argument("--time-limit", type=float, default=540.0, help="seconds for each subprocess run")
+    ap.add_argument("--skip-sweep", action="store_true", help="skip the batch-size and generation sweep")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cuda.json")
     args = ap.parse_args()
 
@@ -61,7 +162,7 @@ def main() -> None:
                     "transformers": transformers.__version__, "sentences": len(texts), "scoring": [],
                     "machine": machine_facts()}
     reference = None
-    for dtype in ("float32", "bfloat16"):
+    for dtype in () if args.skip_sweep else ("float32", "bfloat16"):
         backend = load_model("smollm2-135m", device="cuda", dtype=dtype)
         score_texts(backend, texts[:512], cache=None)  # warm-up: CUDA context, kernels, allocator
         for bs in [int(b) for b in args.batch_sizes.split(",")]:
@@ -92,16 +193,19 @@ def main() -> None:
         backend = None  # free the GPU memory before the next dtype loads
         torch.cuda.empty_cache()
     if args.full:
-        out = Path("/tmp/biaslens-cuda-full")
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "biaslens.cli", "run", "--full", "--device", "cuda",
-                               "--out", str(out), "--no-cache"], capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        run_json = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
-        result["full_run"] = {"wall_seconds": round(wall, 1), "exit_code": proc.returncode,
-                              "status": run_json.get("status"), "timings": run_json.get("timings"),
-                              "stderr_tail": proc.stderr[-1500:]}
+        result["full_run"] = _timed_run(["run", "--full"], Path("/tmp/biaslens-cuda-full"), args.time_limit)
         print(result["full_run"], flush=True)
+    if args.shape:
+        all_texts = rows["text"].astype(str).tolist()
+        if args.shape_sample:
+            all_texts = rows["text"].astype(str).sample(n=args.shape_sample, random_state=0).tolist()
+        result["shape"] = {"shape": args.shape, "matmul_tflops_bf16": round(_matmul_tflops(torch.bfloat16), 1),
+                           "runs": [_shape_run(args.shape, dt, all_texts, result)
+                                    for dt in (("bfloat16", "float32") if args.shape_fp32 else ("bfloat16",))]}
+    if args.generation_full:
+        result["generation_full_run"] = _timed_run(["run", "holistic-generation", "--full"],
+                                                   Path("/tmp/biaslens-cuda-generation-full"), args.time_limit)
+        print(result["generation_full_run"], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
 

@@ -184,3 +184,14 @@ def test_two_processes_write_one_cache_at_once(call_cache_dir):
         assert value == f"value {w} {int(i)} ".encode() * (1 + int(i) % 7)
     assert cache._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     cache.close()
+
+
+def test_many_keys_at_once_equal_one_by_one():
+    from biaslens.engine.cache import make_keys
+
+    identity = {**IDENTITY, "key_score_first_token": True, "é": None}
+    texts = ["a", "", 'quotes " and \\ backslash', "line\nbreak\ttab\x00nul \u2028", "naïve 💡", "a"]
+    for kind, params in (("score", None), ("generate", {"max_new_tokens": 8, "sample_index": 2, "z": [1, "x"]})):
+        keys = make_keys(identity, kind, texts, params)
+        assert list(keys) == list(dict.fromkeys(texts))
+        assert all(keys[t] == make_key(identity, kind, t, params) for t in texts)

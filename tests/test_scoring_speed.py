@@ -160,3 +160,155 @@ def test_fast_mode_median_perplexity_within_one_percent(embedded_model):
     assert fast.model.get_output_embeddings().weight.dtype.is_floating_point
     assert "forward" not in vars(fast.model.get_output_embeddings())
     assert isinstance(fast, HFCausalBackend)
+
+
+# ---------------------------------------------------------------- host-side bookkeeping (no model)
+
+def _reference_trie(seqs: list[list[int]], max_nodes: int, min_length: int):
+    """The trie walked token by token with a dict of children: (rows, paths) as TriePack gives them."""
+    rows: list[tuple[list[int], list[int], list[int]]] = []
+    paths: list[tuple[int, list[int]]] = [(0, [])] * len(seqs)
+    children: dict[tuple[int, int], int] = {}
+    tokens: list[int] = []
+    parents: list[int] = []
+    depths: list[int] = []
+    for i in sorted(range(len(seqs)), key=lambda j: seqs[j]):
+        seq = seqs[i]
+        if len(seq) < min_length:
+            continue
+        node, k = -1, 0
+        while k < len(seq) and (node, seq[k]) in children:
+            node, k = children[(node, seq[k])], k + 1
+        if tokens and len(tokens) + len(seq) - k > max_nodes:
+            rows.append((tokens, parents, depths))
+            children, tokens, parents, depths = {}, [], [], []
+        path, node = [], -1
+        for d, t in enumerate(seq):
+            if (node, t) not in children:
+                children[(node, t)] = len(tokens)
+                tokens.append(t)
+                parents.append(node)
+                depths.append(d)
+            node = children[(node, t)]
+            path.append(node)
+        paths[i] = (len(rows), path)
+    if tokens:
+        rows.append((tokens, parents, depths))
+    return rows, paths
+
+
+def test_vectorised_trie_equals_a_token_by_token_walk():
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        vocab = int(rng.choice([2, 3, 50]))
+        seqs = [rng.integers(0, vocab, int(rng.integers(0, 9))).tolist() for _ in range(int(rng.integers(0, 30)))]
+        seqs += [list(seqs[int(j)]) for j in rng.integers(0, len(seqs), 3)] if seqs else []  # repeated sequences
+        max_nodes, min_length = int(rng.choice([1, 4, 8, 128])), int(rng.choice([1, 2]))
+        pack = TriePack(seqs, max_nodes, min_length)
+        rows, paths = _reference_trie(seqs, max_nodes, min_length)
+        assert pack.rows == rows, seqs
+        assert [(r, list(p)) for r, p in pack.paths] == [(r, list(p)) for r, p in paths], seqs
+        if rows:  # the mask: each node sees itself and exactly its ancestors
+            _, _, mask, width = pack.tensors(pad_id=0)
+            for r, (_, parents, _) in enumerate(rows):
+                for j, p in enumerate(parents):
+                    seen, a = {j}, p
+                    while a >= 0:
+                        seen.add(a)
+                        a = parents[a]
+                    assert set(np.flatnonzero(mask[r, 0, j].numpy())) == seen
+
+
+def test_token_rows_take_prefix_and_padding():
+    from biaslens.models.tokenized import TokenRows
+
+    rows = TokenRows.from_lists([[5, 6], [], [7, 8, 9]], [[(0, 1), (1, 3)], [], [(0, 2), (2, 3), (3, 4)]])
+    assert len(rows) == 3 and rows.lengths.tolist() == [2, 0, 3]
+    taken = rows.take([2, 0, 1])
+    assert taken.to_lists() == [[7, 8, 9], [5, 6], []]
+    assert taken.offsets.tolist() == [[0, 2], [2, 3], [3, 4], [0, 1], [1, 3]]
+    started = rows.with_prefix(1)
+    assert started.to_lists() == [[1, 5, 6], [1], [1, 7, 8, 9]]
+    assert started.offsets[started.starts[:-1]].tolist() == [[0, 0]] * 3
+    assert rows.padded(-1).tolist() == [[5, 6, -1], [-1, -1, -1], [7, 8, 9]]
+    assert rows.with_prefix(None) is rows
+
+
+def test_batch_order_by_token_arrays_equals_python_sorts():
+    from biaslens.models.tokenized import TokenRows, lexicographic_order
+
+    rng = np.random.default_rng(1)
+    ids = [rng.integers(0, 4, int(rng.integers(0, 6))).tolist() for _ in range(300)]
+    texts = [f"t{rng.integers(0, 1000)}-{i}" for i in range(300)]  # equal ids, different texts: ties by text
+    padded = TokenRows.from_lists(ids).padded(-1)
+    assert lexicographic_order(padded, texts).tolist() == sorted(range(300), key=lambda i: (ids[i], texts[i]))
+    k = 3  # the order without trie packing: first tokens, then length
+    lengths = np.array([len(x) for x in ids])
+    got = lexicographic_order(padded, texts, keys_before=[padded[:, 0], padded[:, 1], padded[:, 2], lengths])
+    assert got.tolist() == sorted(range(300), key=lambda i: (ids[i][:k], len(ids[i]), ids[i], texts[i]))
+
+
+def test_tokenize_once_equals_the_tokenizer_call(embedded_model_path):
+    import os
+
+    from transformers import AutoTokenizer
+
+    from biaslens.models.tokenized import TokenizerBackend
+
+    class Tok(TokenizerBackend):
+        def score_batch(self, texts):
+            raise NotImplementedError
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_path)
+    info = type("Info", (), {"start_token": None})()
+    backend = Tok(tok, info, score_first_token=False)  # type: ignore[arg-type]
+    texts = _hb_sentences(300) + ["", " ", "Ce café coûte 3,50 € — c'est très cher!", "a<|endoftext|>b",
+                                  "  two  spaces\nand a line", "💡 emoji"]
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    rows = backend.tokenize(texts)
+    assert os.environ.get("TOKENIZERS_PARALLELISM") == before  # the tokenizer's threads: for the call only
+    want = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+    assert rows.to_lists() == want["input_ids"]
+    got_offsets = np.split(rows.offsets, rows.starts[1:-1])
+    assert [o.tolist() for o in got_offsets] == [[list(p) for p in m] for m in want["offset_mapping"]]
+    assert backend.count_tokens(texts) == [len(x) for x in want["input_ids"]]
+
+
+# ---------------------------------------------------------------- the engine's batches prepared ahead
+
+@pytest.mark.slow
+def test_batches_prepared_ahead_give_the_same_scores(embedded_model, monkeypatch):
+    import threading
+
+    texts = _hb_sentences(40) + ["Hi.", ""]
+    plain = score_texts(embedded_model, texts, batch_size=8)
+    threads: set[str] = set()
+    real = HFCausalBackend.prepare_rows
+
+    def prepare(self, rows):
+        threads.add(threading.current_thread().name)
+        return real(self, rows)
+
+    monkeypatch.setattr(HFCausalBackend, "prepare_rows", prepare)
+    monkeypatch.setattr(HFCausalBackend, "PREFETCH_BATCHES_CPU", 2)
+    ahead = score_texts(embedded_model, texts, batch_size=8)
+    assert any(name.startswith("biaslens-prepare") for name in threads)  # prepared on the background thread
+    for a, b in zip(plain, ahead):
+        np.testing.assert_array_equal(a.logprobs, b.logprobs)  # the same batches: the same numbers, bit for bit
+        np.testing.assert_array_equal(a.offsets, b.offsets)
+    # and the one-tokenization engine path equals scoring each batch's texts directly
+    direct = embedded_model.score_batch(texts)
+    for a, b in zip(plain, direct):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4, rtol=0)
+
+
+@pytest.mark.slow
+def test_generation_rows_prepared_ahead_give_the_same_texts(embedded_model, monkeypatch):
+    from biaslens.engine.generation import generate_texts
+    from biaslens.models.base import GenerationParams
+
+    prompts = [f"I'm {t[2:]}" for t in _hb_sentences(10)]
+    params = GenerationParams(max_new_tokens=4, min_new_tokens=4, no_repeat_ngram_size=3)
+    plain = generate_texts(embedded_model, prompts, params, batch_size=4)
+    monkeypatch.setattr(HFCausalBackend, "PREFETCH_BATCHES_CPU", 1)
+    assert generate_texts(embedded_model, prompts, params, batch_size=4) == plain

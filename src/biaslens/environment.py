@@ -12,15 +12,26 @@ from typing import TypeVar
 F = TypeVar("F", bound=Callable)
 
 
+#: variables the policy set because the user had not (biaslens may lift those for one call:
+#: models.tokenized runs the fast tokenizer's batch call in parallel)
+SET_BY_POLICY: set[str] = set()
+
+
+def _default(name: str, value: str) -> None:
+    if name not in os.environ:
+        os.environ[name] = value
+        SET_BY_POLICY.add(name)
+
+
 def apply_environment_policy() -> None:
     """Offline by default (the Hub is not reachable everywhere, and a hanging download is worse
     than a clear error): ``BIASLENS_ONLINE=1`` allows downloads. Variables the user set win."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _default("TOKENIZERS_PARALLELISM", "false")
     # transformers' own "Loading weights" bars would interleave with biaslens's, which show the real work
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    _default("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if not os.environ.get("BIASLENS_ONLINE"):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        _default("HF_HUB_OFFLINE", "1")
+        _default("TRANSFORMERS_OFFLINE", "1")
 
 
 def applies_environment_policy(fn: F) -> F:

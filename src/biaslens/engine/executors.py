@@ -72,6 +72,24 @@ class ScoreCall:
 
 
 @dataclass(frozen=True)
+class ScoreRowsCall(ScoreCall):
+    """``backend.score_rows`` on a batch of texts the driver tokenized once
+    (:class:`~biaslens.models.tokenized.TokenRows`), in two steps that an executor may
+    overlap: :meth:`prepare` (the host's work) and :meth:`run` (the model's)."""
+
+    def __call__(self, backend: Backend, batch) -> list[TokenScores]:
+        return self.run(backend, self.prepare(backend, batch))
+
+    @staticmethod
+    def prepare(backend, batch):
+        return backend.prepare_rows(batch)
+
+    @staticmethod
+    def run(backend, prepared) -> list[TokenScores]:
+        return backend.score_prepared(prepared)
+
+
+@dataclass(frozen=True)
 class GenerateCall:
     """``backend.generate_batch`` on a list of (rendered prompt, row seed)."""
 
@@ -80,6 +98,14 @@ class GenerateCall:
 
     def __call__(self, backend: Backend, batch: list[tuple[str, int]]) -> list[str]:
         return backend.generate_batch([p for p, _ in batch], self.params, [int(s) for _, s in batch])
+
+    def prepare(self, backend, batch: list[tuple[str, int]]):
+        """The host's part (a backend with ``prepare_generation``: prompts' ids, prefill plan)."""
+        return backend.prepare_generation([p for p, _ in batch], self.params, [int(s) for _, s in batch])
+
+    @staticmethod
+    def run(backend, prepared) -> list[str]:
+        return backend.generate_prepared(prepared)
 
     @staticmethod
     def encode(results: list[str]) -> bytes:
@@ -111,14 +137,44 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """In this process, in order: exactly the engine's loop before executors existed."""
+    """In this process, in order.
 
-    def run(self, backend: Backend, call, batches: Sequence[list]) -> Iterator[tuple[int, list]]:
-        for i, batch in enumerate(batches):
-            yield i, call(backend, batch)
+    For a call in two steps (``prepare``, then ``run``: :class:`ScoreRowsCall`) and a backend
+    that asks for it (``backend.prefetch_batches`` > 0, e.g. on a GPU), the next batches are
+    prepared on a background thread while the model runs the current one, so the device
+    does not wait for the host between batches.
+    """
+
+    def run(self, backend: Backend, call, batches: Sequence) -> Iterator[tuple[int, list]]:
+        two_step = hasattr(call, "prepare") and (not isinstance(call, GenerateCall)
+                                                 or hasattr(backend, "prepare_generation"))
+        ahead = int(getattr(backend, "prefetch_batches", 0) or 0) if two_step else 0
+        if ahead < 1 or len(batches) < 2:
+            for i, batch in enumerate(batches):
+                yield i, call(backend, batch)
+            return
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="biaslens-prepare")
+        pending: deque = deque()
+        try:
+            for i in range(min(ahead, len(batches))):
+                pending.append(pool.submit(_prepare, call, backend, batches, i))
+            for i in range(len(batches)):
+                prepared = pending.popleft().result()
+                if i + ahead < len(batches):
+                    pending.append(pool.submit(_prepare, call, backend, batches, i + ahead))
+                yield i, call.run(backend, prepared)
+        finally:  # also when the consumer stops early (an error, a kill): drop what is queued
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "local"}
+
+
+def _prepare(call, backend: Backend, batches: Sequence, i: int):
+    return call.prepare(backend, batches[i])  # batches[i] too (a lazy batch list slices here)
 
 
 LOCAL = LocalExecutor()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from biaslens.engine.cache import CallCache, make_key
 from biaslens.engine.executors import GenerateCall
-from biaslens.engine.loop import ProgressFn, ScoringStats, run_cached_calls
+from biaslens.engine.loop import ProgressFn, ScoringStats, ordered_plan, run_cached_calls
 from biaslens.models.base import Backend, GenerationParams, GenerationRequest, row_seed
 
 
@@ -52,8 +52,8 @@ def generate_texts(
     # generated tokens/s for run.json, where the backend's tokenizer counts them exactly
     count = (lambda texts: sum(backend.token_lengths(list(texts)))) if getattr(backend, "tokenizer", None) else None
     # seeds are per row, so a row's text does not depend on which worker or batch computes it
-    results = run_cached_calls(backend, GenerateCall(params), keys, job=lambda r: (r[0], row_seed(params.seed, *r)),
-                               order=order, batch_size=batch_size or backend.generate_batch_size, cache=cache,
-                               executor=executor, progress=progress, stats=stats,
-                               count_tokens=count)
+    plan = ordered_plan(order, job=lambda r: (r[0], row_seed(params.seed, *r)))
+    results = run_cached_calls(backend, GenerateCall(params), keys, plan=plan,
+                               batch_size=batch_size or backend.generate_batch_size, cache=cache,
+                               executor=executor, progress=progress, stats=stats, count_tokens=count)
     return [[results[(p, i)] for i in range(params.n)] for p in rendered]

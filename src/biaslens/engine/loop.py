@@ -9,7 +9,7 @@ same command resumes there.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,19 @@ if TYPE_CHECKING:
 
 #: called after each batch with (items done, items to do)
 ProgressFn = Callable[[int, int], None]
+#: (items to compute, batch size) -> (the items of each batch, what each batch sends to the executor)
+PlanFn = Callable[[list, int], tuple[Sequence[list], Sequence[Any]]]
+
+
+def ordered_plan(order: Callable[[list], list], job: Callable[[Any], Any]) -> PlanFn:
+    """Batches of ``batch_size`` items in ``order``, each sent as the list of its items' jobs."""
+
+    def plan(todo: list, size: int) -> tuple[list[list], list[list]]:
+        todo = order(todo)
+        batches = [todo[start : start + size] for start in range(0, len(todo), size)]
+        return batches, [[job(item) for item in batch] for batch in batches]
+
+    return plan
 
 
 @dataclass
@@ -52,10 +65,9 @@ class ScoringStats:
 def run_cached_calls(
     backend: Backend,
     call,
-    keys: dict[Hashable, str],
+    keys: dict[Hashable, Any],
     *,
-    job: Callable[[Any], Any],
-    order: Callable[[list], list],
+    plan: PlanFn,
     batch_size: int,
     cache: CallCache | None = None,
     executor=None,
@@ -66,9 +78,10 @@ def run_cached_calls(
     """Results of ``call`` (an :mod:`~biaslens.engine.executors` batch call) for every item.
 
     Args:
-        keys: each distinct item and its cache key, in first-seen order.
-        job: what a worker receives for an item (a text; a (prompt, seed) row).
-        order: the items to compute, in batch order (similar lengths, shared prefixes).
+        keys: each distinct item and its cache key, in first-seen order (keys may be None
+            when there is no cache: nothing is looked up or written).
+        plan: the items to compute -> their batches and each batch's job
+            (:func:`ordered_plan`: the backend's order, one job per item).
         batch_size: items per batch.
         executor: where batches run (default: one attached to the backend, else here).
         count_tokens: tokens in a batch's results (default: ``call.tokens_of`` per result).
@@ -95,10 +108,7 @@ def run_cached_calls(
         progress(done, total)
     if not todo:
         return results
-    todo = order(todo)
-    size = max(1, batch_size)
-    batches = [todo[start : start + size] for start in range(0, len(todo), size)]
-    jobs = [[job(item) for item in batch] for batch in batches]
+    batches, jobs = plan(todo, max(1, batch_size))
     t0 = time.perf_counter()
     # the executor runs the batches (here, or on a Ray cluster) and yields each as it finishes
     for index, out in executor_of(backend, executor).run(backend, call, jobs):

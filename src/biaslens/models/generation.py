@@ -18,10 +18,14 @@ re-exported here for older imports.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 
 from biaslens.models.base import GenerationParams, GenerationRequest, row_seed
 from biaslens.models.kv_cache import cache_arg
+from biaslens.models.tokenized import TokenRows, common_prefix
 from biaslens.models.trie import TriePack
 
 try:  # transformers >= 4.x
@@ -145,12 +149,8 @@ def left_padded(encoded: list[list[int]], pad_id: int, width: int | None = None)
 
 def common_prefix_length(seqs: list[list[int]]) -> int:
     """Tokens all sequences share at the start, leaving each at least one token of its own."""
-    limit = min(len(s) for s in seqs) - 1
-    n = 0
-    first = seqs[0]
-    while n < limit and all(s[n] == first[n] for s in seqs):
-        n += 1
-    return max(0, n)
+    rows = TokenRows.from_lists(seqs)
+    return common_prefix(rows.padded(-1), rows.lengths)
 
 
 #: output-head columns per matrix product in decoding: 128 rows x 1,024 columns stay in
@@ -223,8 +223,49 @@ def _reserved_cache(model, reserve: int):
 PREFILL_ROW_NODES = 128
 
 
-def _prefill(model, prompts: list[list[int]], reserve: int, pad_id: int):
-    """(key/value cache, attention mask, last-position logits) of distinct prompts.
+@dataclass
+class PrefillPlan:
+    """The host's part of :func:`_prefill` for a list of distinct prompts (numpy only), made
+    ahead of the model call: the opening all prompts share, the rest packed as a prefix trie,
+    and where each prompt's cache comes from in the packed rows."""
+
+    opening: np.ndarray  # (shared,) token ids every prompt starts with
+    ids: np.ndarray  # (rows, width) trie nodes' tokens
+    pos: np.ndarray  # (rows, width) their depths
+    tree: np.ndarray  # (rows, width, width) ancestor mask
+    row_of: np.ndarray  # (prompts, shared + longest): packed row each cache column is read from
+    col_of: np.ndarray  # (prompts, shared + longest): and its column (padding reads column 0, masked)
+    attn: np.ndarray  # (prompts, shared + longest): 1 on real tokens
+    last: np.ndarray  # (prompts,) each prompt's last node, flat over the packed rows
+
+    @classmethod
+    def of(cls, prompts: list[list[int]] | TokenRows, pad_id: int) -> PrefillPlan:
+        rows = prompts if isinstance(prompts, TokenRows) else TokenRows.from_lists(prompts)
+        padded = rows.padded(-1)
+        shared = common_prefix(padded, rows.lengths)
+        keep = rows.depths() >= shared
+        own = TokenRows(rows.ids[keep], rows.offsets[keep], rows.starts - shared * np.arange(len(rows) + 1))
+        pack = TriePack(own, PREFILL_ROW_NODES, min_length=1)
+        ids, pos, tree = pack.arrays(pad_id)
+        # gather: row r of the decoding cache is [opening | padding | r's path through the trie]
+        n, own_len = len(rows), own.lengths
+        longest = int(own_len.max())
+        row_of = np.repeat(pack.seq_row[:, None], shared + longest, axis=1)
+        col_of = np.zeros((n, shared + longest), dtype=np.int64)
+        attn = np.zeros((n, shared + longest), dtype=np.int64)
+        col_of[:, :shared] = np.arange(shared)
+        attn[:, :shared] = 1
+        seq = np.repeat(np.arange(n), own_len)
+        column = shared + longest - own_len[seq] + own.depths()  # right-aligned: responses start together
+        col_of[seq, column] = shared + pack.position_col
+        attn[seq, column] = 1
+        last = pack.seq_row * pack.width + pack.position_col[own.starts[1:] - 1]
+        return cls(padded[0, :shared].copy(), ids, pos, tree, row_of, col_of, attn, last)
+
+
+def _prefill(model, prompts: list[list[int]] | PrefillPlan, reserve: int, pad_id: int):
+    """(key/value cache, attention mask, last-position logits) of distinct prompts (or of
+    their :class:`PrefillPlan`).
 
     The opening all prompts share runs once; the rest of the prompts runs as a prefix trie
     (:class:`~biaslens.models.trie.TriePack`: a distinct prefix once, no padding), whose
@@ -233,51 +274,53 @@ def _prefill(model, prompts: list[list[int]], reserve: int, pad_id: int):
     """
     from transformers import DynamicCache
 
+    plan = prompts if isinstance(prompts, PrefillPlan) else PrefillPlan.of(prompts, pad_id)
     device = model.device
-    shared = common_prefix_length(prompts)
+    shared = len(plan.opening)
     trie_cache = DynamicCache(config=model.config)
     if shared:
-        model.base_model(input_ids=torch.tensor([prompts[0][:shared]], device=device),
+        model.base_model(input_ids=torch.from_numpy(plan.opening[None]).to(device),
                          **cache_arg(model.base_model, trie_cache), use_cache=True)
-    own = [p[shared:] for p in prompts]
-    pack = TriePack(own, PREFILL_ROW_NODES, min_length=1)
-    ids, pos, tree, width = pack.tensors(pad_id)
-    n_rows = len(pack.rows)
+    n_rows, width = plan.ids.shape
     if shared:
         trie_cache.batch_repeat_interleave(n_rows)
     dtype = model.get_input_embeddings().weight.dtype
     # every node sees the opening and its trie ancestors (additive mask: eager and SDPA accept it)
-    sees = torch.cat([torch.ones((n_rows, 1, width, shared), dtype=torch.bool), tree], dim=-1)
+    sees = torch.cat([torch.ones((n_rows, 1, width, shared), dtype=torch.bool),
+                      torch.from_numpy(plan.tree).unsqueeze(1)], dim=-1)
     bias = torch.zeros(sees.shape, dtype=dtype).masked_fill_(~sees, torch.finfo(dtype).min)
-    hidden = model.base_model(input_ids=ids.to(device), position_ids=(pos + shared).to(device),
+    hidden = model.base_model(input_ids=torch.from_numpy(plan.ids).to(device),
+                              position_ids=torch.from_numpy(plan.pos + shared).to(device),
                               attention_mask=bias.to(device), **cache_arg(model.base_model, trie_cache),
                               use_cache=True).last_hidden_state
-    # gather: row r of the decoding cache is [opening | padding | r's path through the trie]
-    longest = max(map(len, own))
-    row_of = torch.zeros((len(prompts), shared + longest), dtype=torch.long)
-    col_of = torch.zeros((len(prompts), shared + longest), dtype=torch.long)  # padding reads column 0: masked
-    attn = torch.zeros((len(prompts), shared + longest), dtype=torch.long)
-    col_of[:, :shared] = torch.arange(shared)
-    attn[:, :shared] = 1
-    last = []
-    for i, (r, path) in enumerate(pack.paths):
-        row_of[i] = r
-        col_of[i, shared + longest - len(path):] = shared + torch.tensor(path)
-        attn[i, shared + longest - len(path):] = 1
-        last.append(r * width + path[-1])
-    row_of, col_of = row_of.to(device), col_of.to(device)
+    row_of, col_of = torch.from_numpy(plan.row_of).to(device), torch.from_numpy(plan.col_of).to(device)
     cache = _reserved_cache(model, reserve)
     for layer, source in zip(cache.layers, trie_cache.layers):
         keys = source.keys[row_of, :, col_of].transpose(1, 2).contiguous()  # (prompts, heads, length, dim)
         values = source.values[row_of, :, col_of].transpose(1, 2).contiguous()
         layer.lazy_initialization(keys, values)
         layer.keys, layer.values = keys, values
-    last_hidden = hidden.reshape(-1, hidden.shape[-1])[torch.tensor(last, device=device)]
-    return cache, attn.to(device), _head(model, last_hidden)
+    last_hidden = hidden.reshape(-1, hidden.shape[-1])[torch.from_numpy(plan.last).to(device)]
+    return cache, torch.from_numpy(plan.attn).to(device), _head(model, last_hidden)
+
+
+@dataclass
+class DecodePlan:
+    """The host's part of :func:`decode`: each row's distinct prompt and their prefill plan."""
+
+    row_prompt: list[int]
+    prefill: PrefillPlan
+    n_distinct: int
+
+    @classmethod
+    def of(cls, prompts: list[list[int]], pad_id: int) -> DecodePlan:
+        distinct: dict[tuple[int, ...], int] = {}
+        row_prompt = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+        return cls(row_prompt, PrefillPlan.of([list(p) for p in distinct], pad_id), len(distinct))
 
 
 def decode(model, prompts: list[list[int]], params, seeds: list[int], eos_ids: list[int],
-           pad_id: int) -> list[list[int]]:
+           pad_id: int, plan: DecodePlan | None = None) -> list[list[int]]:
     """The generated token ids of each row (a prompt's token ids; rows may repeat a prompt,
     as the n samples of one prompt do), end-of-sequence token excluded.
 
@@ -296,11 +339,10 @@ def decode(model, prompts: list[list[int]], params, seeds: list[int], eos_ids: l
     the keys and positions of its plain left-padded forward.
     """
     device = model.device
-    distinct: dict[tuple[int, ...], int] = {}
-    row_prompt = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
-    cache, attn, logits = _prefill(model, [list(p) for p in distinct], params.max_new_tokens, pad_id)
-    if len(distinct) != len(prompts):  # one copy of a prompt's cache per row that samples from it
-        pick = torch.tensor(row_prompt, device=device)
+    plan = plan or DecodePlan.of(prompts, pad_id)  # ``plan``: made ahead (HFCausalBackend.prepare_generation)
+    cache, attn, logits = _prefill(model, plan.prefill, params.max_new_tokens, pad_id)
+    if plan.n_distinct != len(prompts):  # one copy of a prompt's cache per row that samples from it
+        pick = torch.tensor(plan.row_prompt, device=device)
         cache.batch_select_indices(pick)
         logits, attn = logits[pick], attn[pick]
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,16 @@ import numpy as np
 from biaslens.models.base import Backend, ModelError, ModelInfo, TokenScores
 from biaslens.models.fingerprint import weights_fingerprint
 from biaslens.models.kv_cache import cache_arg, output_cache
-from biaslens.models.tokenized import DTYPES, TokenizerBackend, check_model_location, is_masked_config, pick_start_token
+from biaslens.models.tokenized import (
+    DTYPES,
+    TokenizerBackend,
+    TokenRows,
+    check_model_location,
+    common_prefix,
+    is_masked_config,
+    lexicographic_order,
+    pick_start_token,
+)
 from biaslens.models.trie import TriePack
 
 log = logging.getLogger(__name__)
@@ -148,6 +159,38 @@ def gpu_generate_rows(config, free_bytes: int, most: int, bytes_per_value: int, 
     return max(8, min(most, int(free_bytes // 4 // per_row)))
 
 
+@dataclass
+class PreparedScores:
+    """A scoring batch with the host's work done (:meth:`HFCausalBackend.prepare_rows`).
+
+    ``mode``: "trie" (``tensors`` for the transformer body, ``head`` = (the distinct
+    predicting nodes, each scored token's index among them, the scored tokens), all on the
+    model's device),
+    "shared" / "plain" (``padded`` ids; ``shared`` leading tokens common to the batch), or
+    "empty" (nothing to compute).
+    """
+
+    rows: TokenRows
+    lengths: np.ndarray  # scored sequence lengths (start token included)
+    mode: str
+    nodes: int = 0
+    tensors: dict = field(default_factory=dict)
+    head: tuple = ()
+    padded: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    shared: int = 0
+
+
+@dataclass
+class PreparedGeneration:
+    """A generation batch with the host's work done (:meth:`HFCausalBackend.prepare_generation`)."""
+
+    prompts: list[str]
+    params: Any
+    seeds: list[int]
+    enc: list[list[int]]  # each prompt's token ids
+    plan: Any = None  # models.generation.DecodePlan for biaslens's decoder; None: HF generate
+
+
 class HFCausalBackend(TokenizerBackend):
     """Any causal LM transformers can load (model id or local folder)."""
 
@@ -171,6 +214,8 @@ class HFCausalBackend(TokenizerBackend):
         self.use_trie = _trie_supported(model)
         #: token positions that went through the model (padding excluded), for benchmarks
         self.computed_tokens = 0
+        #: positions the packed path ran the output head on (distinct predicting prefixes)
+        self.computed_head_rows = 0
         #: sampled generation: compute each distinct prompt once per batch (the n samples of a
         #: prompt share it); tested to give the same samples at every batch size
         self.share_prompts = self.use_trie
@@ -234,67 +279,125 @@ class HFCausalBackend(TokenizerBackend):
     #: (shared prefixes run once) with little extra padding
     PREFIX_GROUP_TOKENS = 3
 
-    def batch_order(self, texts: list[str]) -> list[int]:
+    def order_rows(self, rows: TokenRows, texts: Sequence[str]) -> np.ndarray:
         """Group texts by their first tokens (a template's opening words), then by length:
         a batch then shares a prefix, computed once, and needs little padding. With trie
-        packing, plain token order: neighbours share the longest prefixes."""
+        packing, plain token order: neighbours share the longest prefixes. Ties: by text."""
         if not self.share_prefix:
-            return super().batch_order(texts)
-        ids = self.encode(texts)["input_ids"]
+            return super().order_rows(rows, texts)
+        padded = rows.padded(-1)  # -1 after a row's end: a prefix sorts before its extensions
         if self.use_trie:
-            return sorted(range(len(texts)), key=lambda i: (ids[i], texts[i]))
-        k = self.PREFIX_GROUP_TOKENS
-        return sorted(range(len(texts)), key=lambda i: (ids[i][:k], len(ids[i]), ids[i], texts[i]))
+            return lexicographic_order(padded, texts)
+        leading = [padded[:, j] for j in range(min(self.PREFIX_GROUP_TOKENS, padded.shape[1]))]
+        return lexicographic_order(padded, texts, keys_before=[*leading, rows.lengths])
+
+    #: scoring batches prepared ahead on a background thread (token ids, trie, tensors on the
+    #: device) while the model runs the current one; see :attr:`prefetch_batches`
+    PREFETCH_BATCHES_GPU = 1
+    PREFETCH_BATCHES_CPU = 0
+
+    @property
+    def prefetch_batches(self) -> int:
+        """Batches the engine prepares ahead of the model (0: none). On a GPU the host's work
+        then overlaps the device's; on a CPU the forward pass already uses every core."""
+        return self.PREFETCH_BATCHES_GPU if self.on_gpu else self.PREFETCH_BATCHES_CPU
 
     def score_batch(self, texts: list[str]) -> list[TokenScores]:
+        return self.score_rows(self.tokenize(texts))
+
+    def score_rows(self, rows: TokenRows) -> list[TokenScores]:
+        """Scores of tokenized texts (:meth:`tokenize`), in their order."""
+        return self.score_prepared(self.prepare_rows(rows))
+
+    def prepare_rows(self, rows: TokenRows) -> PreparedScores:
+        """The host's part of scoring a batch, done before (or while) the model runs another:
+        the scored sequences, their packing (prefix trie, shared prefix or padding) and its
+        tensors, already on the model's device."""
+        seqs = rows.with_prefix(self.start_id)
+        lengths = seqs.lengths
+        prep = PreparedScores(rows=rows, lengths=lengths, mode="plain")
+        if not len(rows) or int(lengths.max()) < 2:
+            prep.mode = "empty"
+            return prep
+        if self.use_trie and self.share_prefix:
+            pack = TriePack(seqs, self.TRIE_ROW_NODES)
+            ids, pos, mask = pack.arrays(self._pad_id)
+            prep.mode, prep.nodes = "trie", len(pack.node_row)
+            dtype = self.model.get_input_embeddings().weight.dtype
+            prep.tensors = {"input_ids": self._to_device(ids), "position_ids": self._to_device(pos),
+                            "attention_mask": self._additive_mask(mask, dtype)}
+            # every scored token: the node of the token before it predicts it
+            predicting = seqs.depths() < np.repeat(lengths - 1, lengths)
+            where = np.flatnonzero(predicting)
+            seq_of = np.repeat(pack.seq_row, lengths)
+            uniq, inverse = np.unique(seq_of[where] * pack.width + pack.position_col[where], return_inverse=True)
+            prep.head = (self._to_device(uniq), self._to_device(inverse), self._to_device(seqs.ids[where + 1]))
+            return prep
+        padded = seqs.padded(self._pad_id, max(2, int(lengths.max())))  # width 2: a one-token text still runs
+        prep.padded = padded
+        if self.share_prefix and len(seqs) > 1:
+            prep.shared = common_prefix(padded, lengths)
+            if prep.shared >= 2:
+                prep.mode = "shared"
+        return prep
+
+    def score_prepared(self, prep: PreparedScores) -> list[TokenScores]:
+        """Run the model on a prepared batch (:meth:`prepare_rows`) and build its scores."""
         import torch
 
-        from biaslens.models.generation import common_prefix_length
+        if prep.mode == "empty":
+            lp = np.zeros(0, dtype=np.float64)
+        else:
+            with torch.inference_mode():
+                if prep.mode == "trie":
+                    lp = self._trie_forward(prep)
+                elif prep.mode == "shared":
+                    lp = self._flat_shared_prefix(prep.padded, prep.lengths, prep.shared)
+                else:
+                    lp = self._flat_plain(prep.padded, prep.lengths)
+        return self._token_scores(lp, prep.lengths, prep.rows)
 
-        enc = self.encode(texts)
-        seqs = self.scored_sequences(enc["input_ids"])
-        trie = self.use_trie and self.share_prefix
-        shared = common_prefix_length(seqs) if (self.share_prefix and not trie and len(seqs) > 1) else 0
-        with torch.inference_mode():
-            if trie:
-                rows = self._logprobs_trie(seqs)
-            elif shared >= 2:
-                rows = self._logprobs_with_shared_prefix(seqs, shared)
-            else:
-                rows = self._logprobs(seqs)
-        return self.scores_from_logprobs(rows, enc["offset_mapping"])
-
-    def _logprobs_trie(self, seqs: list[list[int]]) -> list[np.ndarray]:
-        """Per-token log-probabilities with the batch packed as a prefix trie (see
-        :class:`TriePack`); the output head runs only on nodes that predict a token."""
+    def _to_device(self, array: np.ndarray):
+        """A numpy array as a tensor on the model's device (through pinned memory on a GPU)."""
         import torch
 
-        out = [np.zeros(0, dtype=np.float64) for _ in seqs]
-        pack = TriePack(seqs, self.TRIE_ROW_NODES)
-        if not pack.rows:
-            return out
-        ids, pos, mask, width = pack.tensors(self._pad_id)
-        self.computed_tokens += sum(len(r[0]) for r in pack.rows)
-        dtype = self.model.get_input_embeddings().weight.dtype
-        # additive form: both the eager and the SDPA attention accept it
-        bias = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
-        hidden = self.model.base_model(input_ids=ids.to(self.device), position_ids=pos.to(self.device),
-                                       attention_mask=bias.to(self.device), use_cache=False).last_hidden_state
+        t = torch.from_numpy(array)
+        return t.pin_memory().to(self.device, non_blocking=True) if self.on_gpu else t
+
+    def _additive_mask(self, mask: np.ndarray, dtype):
+        """(rows, 1, width, width) attention bias: 0 where ``mask`` lets a node see, the dtype's
+        lowest value elsewhere (the additive form both eager and SDPA attention accept)."""
+        import torch
+
+        if not self.on_gpu and dtype == torch.float32:  # numpy: no thread pool for a small fill
+            return torch.from_numpy(np.where(mask, np.float32(0), np.finfo(np.float32).min)[:, None])
+        allowed = self._to_device(mask[:, None])
+        return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed,
+                                                                                          torch.finfo(dtype).min)
+
+    def _trie_forward(self, prep: PreparedScores) -> np.ndarray:
+        """Log-probabilities of a trie-packed batch (see :class:`TriePack`): the transformer
+        body over the packed nodes, the output head only on nodes that predict a token."""
+        self.computed_tokens += prep.nodes
+        hidden = self.model.base_model(**prep.tensors, use_cache=False).last_hidden_state
         hidden = hidden.reshape(-1, hidden.shape[-1])
-        nodes, targets, owners = [], [], []
-        for i, (r, path) in enumerate(pack.paths):
-            if len(path) >= 2:
-                nodes.extend(r * width + n for n in path[:-1])
-                targets.extend(seqs[i][1:])
-                owners.append(i)
-        uniq, inverse = np.unique(np.asarray(nodes, dtype=np.int64), return_inverse=True)
-        lp = self._head_logprobs(hidden[torch.from_numpy(uniq).to(self.device)], inverse,
-                                 np.asarray(targets, dtype=np.int64))
-        start = 0
-        for i in owners:
-            n = len(seqs[i]) - 1
-            out[i] = lp[start : start + n]
-            start += n
+        nodes, inverse, targets = prep.head
+        self.computed_head_rows += len(nodes)
+        return self._head_logprobs(hidden[nodes], inverse, targets)
+
+    def _token_scores(self, lp: np.ndarray, lengths: np.ndarray, rows: TokenRows) -> list[TokenScores]:
+        """One :class:`TokenScores` per text from the batch's flat log-probabilities (each
+        sequence's tokens after its first, in order); arrays are views into the batch's."""
+        ends = np.cumsum(np.maximum(lengths - 1, 0)).tolist()
+        starts = rows.starts.tolist()
+        skip = 1 if self.start_id is None else 0  # without a start token the first token is context only
+        offsets = rows.offsets
+        out = []
+        begin = 0
+        for i, end in enumerate(ends):
+            a, b = starts[i], starts[i + 1]
+            out.append(TokenScores(lp[begin:end], offsets[min(a + skip, b) : b]))
+            begin = end
         return out
 
     #: vocabulary columns of the output head per step: a (rows x 4096) block of logits stays
@@ -302,10 +405,11 @@ class HFCausalBackend(TokenizerBackend):
     #: torch.logsumexp over full-vocabulary row blocks on this model
     HEAD_VOCAB_CHUNK = 4096
 
-    def _head_logprobs(self, hidden, rows: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    def _head_logprobs(self, hidden, rows, targets) -> np.ndarray:
         """log p(targets[k] | hidden[rows[k]]) as float64: logit minus logsumexp, in float32,
         with the output head computed in vocabulary chunks and the log-sum-exp accumulated
-        online (no full-vocabulary logits or log-softmax tensor is kept)."""
+        online (no full-vocabulary logits or log-softmax tensor is kept). ``rows``,
+        ``targets``: integer arrays or tensors."""
         import torch
         import torch.nn.functional as F
 
@@ -313,17 +417,18 @@ class HFCausalBackend(TokenizerBackend):
         weight, bias = head.weight, head.bias
         h = hidden.to(weight.dtype)
         dev = h.device
-        r = torch.from_numpy(rows).to(dev)
-        t = torch.from_numpy(targets).to(dev)
+        r = torch.as_tensor(rows).to(dev)
+        t = torch.as_tensor(targets).to(dev)
         picked = torch.empty(len(rows), dtype=torch.float32, device=dev)
         run_max = torch.full((h.shape[0],), float("-inf"), dtype=torch.float32, device=dev)
         run_sum = torch.zeros(h.shape[0], dtype=torch.float32, device=dev)
         for c0 in range(0, weight.shape[0], self.HEAD_VOCAB_CHUNK):
             c1 = min(c0 + self.HEAD_VOCAB_CHUNK, weight.shape[0])
             logits = F.linear(h, weight[c0:c1], None if bias is None else bias[c0:c1]).float()
-            inside = (t >= c0) & (t < c1)
-            if bool(inside.any()):
-                picked[inside] = logits[r[inside], t[inside] - c0]
+            # each target's logit where its chunk is this one; no boolean indexing, whose size
+            # the host would have to wait for (a device sync per chunk)
+            here = logits[r, (t - c0).clamp_(0, c1 - c0 - 1)]
+            picked = torch.where((t >= c0) & (t < c1), here, picked)
             new_max = torch.maximum(run_max, logits.amax(dim=-1))
             run_sum = run_sum * torch.exp(run_max - new_max) + logits.sub_(new_max[:, None]).exp_().sum(dim=-1)
             run_max = new_max
@@ -332,62 +437,85 @@ class HFCausalBackend(TokenizerBackend):
 
     def _logprobs(self, seqs: list[list[int]]) -> list[np.ndarray]:
         """Log-probability of every token after the first, one right-padded forward pass."""
-        import torch
-
-        width = max(2, max(len(s) for s in seqs))  # width 2: a one-token text still runs
-        input_ids = torch.full((len(seqs), width), self._pad_id, dtype=torch.long)
-        attn = torch.zeros((len(seqs), width), dtype=torch.long)
-        for i, s in enumerate(seqs):
-            input_ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-            attn[i, : len(s)] = 1
-        self.computed_tokens += sum(len(s) for s in seqs)
-        logits = self.model(input_ids=input_ids.to(self.device), attention_mask=attn.to(self.device)).logits
-        tok_lp = _gather_logprobs(logits[:, :-1], input_ids[:, 1:].to(self.device))
-        # tokens with a left context: none for an empty text
-        return [tok_lp[i, : max(0, len(s) - 1)].copy() for i, s in enumerate(seqs)]
+        rows = TokenRows.from_lists(seqs)
+        lengths = rows.lengths
+        lp = self._flat_plain(rows.padded(self._pad_id, max(2, int(lengths.max()))), lengths)
+        return np.split(lp, np.cumsum(np.maximum(lengths - 1, 0))[:-1])
 
     def _logprobs_with_shared_prefix(self, seqs: list[list[int]], shared: int) -> list[np.ndarray]:
         """Same numbers as :meth:`_logprobs` (to float rounding), but the ``shared`` tokens
         every text starts with go through the model once and their key/value cache is
         reused for the whole batch."""
+        rows = TokenRows.from_lists(seqs)
+        lengths = rows.lengths
+        lp = self._flat_shared_prefix(rows.padded(self._pad_id), lengths, shared)
+        return np.split(lp, np.cumsum(np.maximum(lengths - 1, 0))[:-1])
+
+    def _flat_plain(self, padded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """:meth:`_logprobs` of a padded id matrix, flat (each sequence's tokens after its first)."""
         import torch
 
-        prefix = torch.tensor([seqs[0][:shared]], dtype=torch.long, device=self.device)
+        input_ids = torch.from_numpy(padded)
+        attn = torch.from_numpy((np.arange(padded.shape[1]) < lengths[:, None]).astype(np.int64))
+        self.computed_tokens += int(lengths.sum())
+        logits = self.model(input_ids=input_ids.to(self.device), attention_mask=attn.to(self.device)).logits
+        tok_lp = _gather_logprobs(logits[:, :-1], input_ids[:, 1:].to(self.device))
+        # tokens with a left context: none for an empty text
+        return tok_lp[np.arange(tok_lp.shape[1]) < (lengths - 1)[:, None]]
+
+    def _flat_shared_prefix(self, padded: np.ndarray, lengths: np.ndarray, shared: int) -> np.ndarray:
+        """:meth:`_logprobs_with_shared_prefix` of a padded id matrix, flat."""
+        import torch
+
+        prefix = torch.from_numpy(padded[:1, :shared].copy()).to(self.device)
         first = self.model(input_ids=prefix, use_cache=True)
         prefix_lp = _gather_logprobs(first.logits[:, :-1], prefix[:, 1:])[0]
         last_logits = first.logits[:, -1:]  # predicts each text's first suffix token
         cache = output_cache(first)
-        cache.batch_repeat_interleave(len(seqs))
-        suffixes = [s[shared:] for s in seqs]
-        self.computed_tokens += shared + sum(len(x) for x in suffixes)
-        width = max(len(x) for x in suffixes)
-        input_ids = torch.full((len(seqs), width), self._pad_id, dtype=torch.long)
-        attn = torch.zeros((len(seqs), shared + width), dtype=torch.long)
+        n = len(lengths)
+        cache.batch_repeat_interleave(n)
+        suffix = lengths - shared
+        width = int(suffix.max())
+        self.computed_tokens += shared + int(suffix.sum())
+        input_ids = torch.from_numpy(np.ascontiguousarray(padded[:, shared : shared + width])).to(self.device)
+        attn = np.zeros((n, shared + width), dtype=np.int64)
         attn[:, :shared] = 1
-        for i, x in enumerate(suffixes):
-            input_ids[i, : len(x)] = torch.tensor(x, dtype=torch.long)
-            attn[i, shared : shared + len(x)] = 1
-        input_ids = input_ids.to(self.device)
-        logits = self.model(input_ids=input_ids, attention_mask=attn.to(self.device), **cache_arg(self.model, cache),
-                            use_cache=False).logits
-        logits = torch.cat([last_logits.expand(len(seqs), -1, -1), logits[:, :-1]], dim=1)
+        attn[:, shared:] = np.arange(width) < suffix[:, None]
+        logits = self.model(input_ids=input_ids, attention_mask=torch.from_numpy(attn).to(self.device),
+                            **cache_arg(self.model, cache), use_cache=False).logits
+        logits = torch.cat([last_logits.expand(n, -1, -1), logits[:, :-1]], dim=1)
         tok_lp = _gather_logprobs(logits, input_ids)
-        return [np.concatenate([prefix_lp, tok_lp[i, : len(x)]]) for i, x in enumerate(suffixes)]
-
+        both = np.concatenate([np.broadcast_to(prefix_lp, (n, len(prefix_lp))), tok_lp], axis=1)
+        return both[np.arange(both.shape[1]) < (lengths - 1)[:, None]]
 
     # -- generation ------------------------------------------------------
     def generate_batch(self, prompts: list[str], params, seeds: list[int]) -> list[str]:
+        return self.generate_prepared(self.prepare_generation(prompts, params, seeds))
+
+    def prepare_generation(self, prompts: list[str], params, seeds: list[int]) -> PreparedGeneration:
+        """The host's part of generating a batch, done before (or while) the model runs another:
+        the prompts' token ids (one tokenizer call) and, for biaslens's decoder, its prefill plan
+        (distinct prompts, shared opening, prompt trie)."""
+        from biaslens.models.generation import DecodePlan
+
+        enc = self.tokenize(prompts).to_lists()
+        own = self.own_decoder and params.num_beams == 1 and min(map(len, enc), default=0) > 0
+        return PreparedGeneration(list(prompts), params, list(seeds), enc,
+                                  DecodePlan.of(enc, self._pad_id) if own else None)
+
+    def generate_prepared(self, prep: PreparedGeneration) -> list[str]:
+        """Generate a prepared batch (:meth:`prepare_generation`): one response per prompt."""
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
         from biaslens.models.generation import PerRowSampler, ResponseNoRepeatNGram, decode, left_padded
 
         tok = self.tokenizer
-        enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        prompts, params, seeds, enc = prep.prompts, prep.params, prep.seeds, prep.enc
         model = getattr(self, "_eager_model", self.model)
-        if self.own_decoder and params.num_beams == 1 and min(map(len, enc)) > 0:
+        if prep.plan is not None:
             with torch.inference_mode():
-                out = decode(model, enc, params, seeds, self._eos_ids(), self._pad_id)
+                out = decode(model, enc, params, seeds, self._eos_ids(), self._pad_id, plan=prep.plan)
             return [tok.decode(row, skip_special_tokens=True).strip() for row in out]
         pad = self._pad_id
         ids, attn = left_padded(enc, pad)  # every response starts at column `width`
