@@ -1,6 +1,7 @@
 """RedditBias in ``biaslens compare``: t-value per bias type and model (paper Figure 1a), LM
 perplexity on the reference text (Figure 1b) and the paired before/after test of the change
-in the perplexity gap on the phrase pairs both runs scored."""
+in the perplexity gap on the phrase pairs both runs scored (the verdict: the change in the share of
+pairs that lean each way, an exact test at any skew)."""
 
 from __future__ import annotations
 
@@ -77,12 +78,18 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
                     ch = lmb_change(*sel)
                 out.setdefault(bt, {}).setdefault(e.label, {})[view] = ch
                 rows.append({"model": e.label, "against": entries[0].label, "bias_type": bt, "view": view,
-                             "pairs": ch.get("n_pairs"), "mean gap before": ch.get("mean_gap_before"),
+                             "pairs": ch.get("n_pairs"), "sign effect before": ch.get("sign_effect_before"),
+                             "sign effect after": ch.get("sign_effect_after"),
+                             "sign effect change": ch.get("sign_effect_change"),
+                             "sign effect change 95% CI": interval_text(*(ch.get("sign_effect_change_ci") or [None, None])),
+                             "pairs that changed side": ch.get("n_changed_side"),
+                             "sign test p": ch.get("sign_effect_change_p"),
+                             "mean gap before": ch.get("mean_gap_before"),
                              "mean gap after": ch.get("mean_gap_after"), "mean change": ch.get("mean_change"),
                              "95% CI": interval_text(*(ch.get("mean_change_ci") or [None, None])),
                              "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
                              "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
-                             "sign test p": ch.get("sign_test_p"),
+                             "median sign test p": ch.get("sign_test_p"),
                              "log-ratio change": ch.get("log_ratio_change"),
                              "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
                              "log-ratio p": ch.get("log_ratio_p"),
