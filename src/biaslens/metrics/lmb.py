@@ -17,6 +17,7 @@ orientation pairs: skew 13.8), and there the t-test's size and the t-interval's 
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -310,6 +311,12 @@ def detectable_any_type(n_untied: ArrayLike, *, alpha: float = 0.05, power: floa
     >>> round(detectable_any_type([200] * 5), 3)
     0.241
     """
+    return _detectable_any_type(tuple(int(x) for x in np.asarray(n_untied).reshape(-1)), float(alpha), float(power))
+
+
+@functools.lru_cache(maxsize=256)
+def _detectable_any_type(n_untied: tuple[int, ...], alpha: float, power: float) -> float:
+    # cached: a card, a re-render and a simulation ask it again for the same sizes
     from scipy.optimize import brentq
 
     n = np.asarray(n_untied, dtype=np.int64)

@@ -21,6 +21,8 @@ such guarantee when the differences are skewed: see docs/redditbias.md for the s
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
@@ -92,6 +94,7 @@ def sign_power(n: int, effect: float, alpha: float = 0.05) -> float:
     return float(stats.binom.cdf(k_lo, n, q) + stats.binom.sf(k_hi - 1, n, q))
 
 
+@functools.lru_cache(maxsize=1024)
 def sign_detectable(n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """The smallest sign effect (either direction; the test is symmetric) that the two-sided
     exact sign test at ``alpha`` detects with at least ``power``, with ``n`` untied pairs; NaN
