@@ -328,7 +328,7 @@ def _detectable_any_type(n_untied: tuple[int, ...], alpha: float, power: float) 
     for j in range(m):
         if _global_power(n, j, 1.0, level) < power:
             return float("nan")
-        worst = max(worst, float(brentq(lambda e: _global_power(n, j, e, level) - power, 0.0, 1.0, xtol=1e-6)))
+        worst = max(worst, float(brentq(lambda e, j=j: _global_power(n, j, e, level) - power, 0.0, 1.0, xtol=1e-6)))
     return worst
 
 

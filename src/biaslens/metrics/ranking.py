@@ -43,13 +43,15 @@ def interval_quantile(ci_level: ArrayLike, interval_df: ArrayLike | None = None)
     [1.96, 2.576, 2.228]
     """
     lev = np.asarray(ci_level, dtype=np.float64)
+    z: np.ndarray = np.asarray(norm.ppf(0.5 + lev / 2), dtype=np.float64)
     if interval_df is None:
-        return norm.ppf(0.5 + lev / 2)
+        return z
     d = np.asarray(interval_df, dtype=np.float64)
     lev, d = np.broadcast_arrays(lev, d)
     with np.errstate(invalid="ignore"):
-        return np.where(np.isfinite(d) & (d > 0), student_t.ppf(0.5 + lev / 2, np.where(d > 0, d, 1.0)),
-                        norm.ppf(0.5 + lev / 2))
+        t: np.ndarray = np.asarray(student_t.ppf(0.5 + lev / 2, np.where(d > 0, d, 1.0)), dtype=np.float64)
+    out: np.ndarray = np.where(np.isfinite(d) & (d > 0), t, np.broadcast_to(z, d.shape))
+    return out
 
 
 def pairwise_tests(values: ArrayLike, ci_low: ArrayLike, ci_high: ArrayLike, *, alpha: float = 0.05,
@@ -119,7 +121,9 @@ def simultaneous_differences(values: ArrayLike, ci_low: ArrayLike, ci_high: Arra
             None: a normal or resampling interval), for reading its half-width.
         pair_se: per pair (``np.triu_indices(k, 1)`` order), a paired standard error of the
             difference from the items both models scored; NaN where there is none (the
-            independent one is used). ``pair_df``: its degrees of freedom.
+            independent one is used).
+        pair_df: per pair, the degrees of freedom of ``pair_se`` (replacing the smaller of the
+            two models' ``df`` for the paired pairs).
         df: per model, the degrees of freedom of its standard error (the number of independent
             units its interval rests on, less one); a pair is referred to Student's t with the
             smaller of its two (Welch's conservative choice). None: normal (large samples). An
