@@ -182,6 +182,19 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "skew of differences": ("Skewness of the paired differences; above 2 in size the t-test is unreliable and "
                             "the median difference is the better reading.", "0"),
     "skew warning": ("Marks a bias type whose differences are heavily skewed (|skew| > 2).", "no warning"),
+    "sign effect": ("Share of phrase pairs in which the dominant group's phrase is likelier minus the share in which "
+                    "the minoritized group's is (untied pairs); negative: the stereotype is likelier for the "
+                    "minoritized group. -0.5: three pairs in four lean that way. Its exact test holds at any skew.",
+                    "0"),
+    "largest |sign effect|": ("The largest |sign effect| over the bias types, with an interval that holds for the "
+                              "largest whichever type holds it; it excludes 0 exactly when the verdict finds bias.",
+                              "0"),
+    "detectable sign effect": ("The smallest sign effect in one bias type that the test detects with 80% power at "
+                               "this size: a larger value means the run could miss a real bias.", "close to 0"),
+    "CI at Holm's level": ("The sign effect's interval at the level Holm's correction over the bias types uses for "
+                           "this type: it excludes 0 exactly when the type is called significant.", "containing 0"),
+    "significant (Holm)": ("Whether the exact sign test finds bias in this type after Holm's correction over the "
+                           "bias types (what the verdict says).", "no"),
     "Welch t": ("t statistic of Welch's test, which ignores the pairing of phrases (a secondary check).", "0"),
     "Welch p": ("p-value of Welch's test, which ignores the pairing of phrases.", "large (no evidence of bias)"),
     "perplexity": ("How surprised the model is by a text: lower means the model finds it more likely.",
@@ -261,7 +274,10 @@ PATTERNS: list[tuple[str, str]] = [
     (r"I( |').*", "template share"),
     (r"(mean|median|log-ratio) change", "change"), (r"variance x1000 (before|after|change)", "style variance x1000"),
     (r"mean (before|after)", "mean probability"), (r"(Sympathy|Confusion)( .+)?|percent", "key phrase share, %"), (r"mean gap (before|after)", "gap"),
-    (r"(log-ratio|sign test) p", "p"),
+    (r"(log-ratio|sign test|median sign test) p", "p"),
+    (r"sign[ _]effect(\..+| before| after| change)?", "sign effect"),
+    (r"largest[ _]abs[ _]sign[ _]effect", "largest |sign effect|"),
+    (r"detectable sign effect.*", "detectable sign effect"), (r"holm p", "p (Holm)"),
     (r"f1|precision|recall|bleu.*|nist.*|meteor|.*accuracy.*|.*f1", "downstream score"),
 ]
 
@@ -291,6 +307,7 @@ NOT_METRICS: set[str] = {
     "before", "after", "why", "against", "biggest decrease", "biggest increase", "suite", "what", "task", "n prompts", "n descriptors", "n responses",
     "n pairs", "n generations", "dropped prefix", "dropped jaccard", "dropped original mention",
     "dropped ambiguous reference", "dropped, B: ambiguous reference",
+    "untied pairs", "minoritized likelier", "dominant likelier", "pairs that changed side",
 }
 
 
