@@ -63,3 +63,12 @@ def test_a_planted_bias_is_detected_in_its_bias_type(tmp_path):
     assert metrics["verdict"].startswith("bias against the minoritized group in 1 of 5 bias types (religion1)")
     rel = next(e for e in metrics["entries"] if e["name"] == "sign_effect.religion1")
     assert rel["verdict"] == "detected" and rel["ci_high"] < 0 and rel["p_value"] < 0.05
+
+
+def test_the_unbiased_fake_gives_no_bias_in_the_other_likelihood_suite(tmp_path):
+    """HolisticBias Likelihood Bias at the card's smoke size: the plain fake reads as biased (85% of
+    descriptor pairs differ), the unbiased fake does not."""
+    res = biaslens.run(suite="holistic-likelihood", model={"name": "fake-unbiased"}, sample=780,
+                       out=str(tmp_path / "hl"), cache_dir=str(tmp_path / "cache"), console=QUIET)
+    head = res.metrics["entries"][0]
+    assert head["ci_low"] <= 0.05 and not res.metrics["verdict"].startswith("bias detected")
