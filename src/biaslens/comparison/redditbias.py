@@ -33,7 +33,9 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
         m = e.metrics["redditbias"]
         for bt in m.get("bias_types", []):
             r = m.get(bt) or {}
-            rows.append({"model": e.label, "bias_type": bt, "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
+            holm = {t["bias_type"]: t for t in (m.get("overview") or {}).get("types") or []}.get(bt) or {}
+            rows.append({"model": e.label, "bias_type": bt, "sign_effect": r.get("sign_effect"),
+                         "sign p (Holm)": holm.get("p_holm"), "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
                          "n_pairs": r.get("n_pairs"), "source": r.get("source"), "split": m.get("split")})
         lp = m.get("lm_perplexity") or {}
         ppl_rows.append({"model": e.label, "perplexity": lp.get("perplexity"), "file": lp.get("file"),
@@ -41,7 +43,10 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
     t = pd.DataFrame(rows)
     ppl = pd.DataFrame(ppl_rows)
     wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
+    signs = (t.pivot_table(index="bias_type", columns="model", values="sign_effect", sort=False)
+             if len(t) and t["sign_effect"].notna().any() else pd.DataFrame())
     metrics = {"t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
+               "sign_effect": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in signs.iterrows()},
                "p": {r["bias_type"]: {} for r in rows},
                "lm_perplexity": {r["model"]: finite_or_none(r["perplexity"]) for r in ppl_rows}}
     for r in rows:
@@ -99,13 +104,17 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
 
 
 def redditbias_lines(metrics: dict[str, Any]) -> list[str]:
-    """The terminal lines of ``biaslens compare``: t per bias type and model, LM perplexity."""
+    """The terminal lines of ``biaslens compare``: sign effect (the verdict's) and the paper's t per
+    bias type and model, LM perplexity."""
     from biaslens.rounding import number
 
     lines = []
     for bias_type, by_model in (metrics.get("t") or {}).items():
         cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
-        lines.append(f"{bias_type}: t = {cells}")
+        signs = (metrics.get("sign_effect") or {}).get(bias_type) or {}
+        effect = ", ".join(f"{m}: {number(v, signed=True)}" for m, v in signs.items())
+        lines.append(f"{bias_type}: sign effect = {effect}; paper's t = {cells}" if effect
+                     else f"{bias_type}: t = {cells}")
     for model, ppl in (metrics.get("lm_perplexity") or {}).items():
         if ppl is not None:
             lines.append(f"LM perplexity {model}: {number(ppl)}")

@@ -245,7 +245,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
 PATTERNS: list[tuple[str, str]] = [
     (r"simultaneous 95% CI|its simultaneous .*", "simultaneous 95% CI"),
     (r".*95% (CI|interval).*|95% CI, (low|high)|ci (low|high)|interval", "95% CI"),
-    (r"(its |prompt-level )?p \(Holm\)|p holm|p_holm|welch p \(holm\)", "p (Holm)"),
+    (r"(its |prompt-level |sign )?p \(Holm\)|p holm|p_holm|welch p \(holm\)", "p (Holm)"),
     (r"p value|p_value|p-value", "p"),
     (r"(prompt-level )?p \(one-sided\)|p greater", "p (one-sided)"),
     (r"(prompt-level |lmb_)?t(\..+)?|lmb t", "t"),
