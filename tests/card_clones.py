@@ -2,8 +2,8 @@
 other headline numbers, as if other models had been measured with the same settings.
 
 Not a test module (no ``test_`` prefix); tests import it like ``conftest``. Only what a card
-folder keeps and the leaderboard reads is copied: card.json and each method's run.json and
-metrics.json.
+folder keeps and the leaderboard reads is copied: card.json and each method's run.json,
+metrics.json and (where the method writes one) headline_items.parquet.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from typing import Any
 
 
 def clone_card(src: Path, dst: Path, model: str, shift: float | dict[str, float] = 0.0, *,
-               edit_card=None, edit_run=None) -> Path:
+               edit_card=None, edit_run=None, edit_items=None) -> Path:
     """``dst``: ``src`` measured on "model", each headline (value and interval) moved by
     ``shift`` (one number, or per suite). ``edit_card(card)`` / ``edit_run(suite, record)`` change
-    the JSON before it is written."""
+    the JSON before it is written, ``edit_items(suite, table)`` returns the per-item table to write."""
+    import pandas as pd
+
     dst = Path(dst)
     shutil.rmtree(dst, ignore_errors=True)
     dst.mkdir(parents=True)
@@ -35,6 +37,10 @@ def clone_card(src: Path, dst: Path, model: str, shift: float | dict[str, float]
             if name == "metrics.json" and isinstance(data.get("models"), list):
                 data["models"] = [model if m == old else m for m in data["models"]]
             (dst / suite / name).write_text(json.dumps(data), encoding="utf-8")
+        items = Path(src) / suite / "headline_items.parquet"
+        if items.is_file():
+            table = pd.read_parquet(items)
+            (edit_items(suite, table) if edit_items else table).to_parquet(dst / suite / items.name, index=False)
         d = shift.get(suite, 0.0) if isinstance(shift, dict) else shift
         for k in ("value", "ci_low", "ci_high"):
             if row.get(k) is not None:

@@ -238,3 +238,92 @@ def test_an_interval_that_misses_its_value_calls_nothing(base_card, tmp_path):
     lb = next(m for m in leaderboard(cards, out=tmp_path / "out")["methods"] if m["suite"] == "holistic-likelihood")
     assert lb["no_interval"] == ["b"] and lb["m"] == 1
     assert "left out (cannot tell)" in lb["summary"]
+
+
+def _pair(pairs, x, y):
+    """The row of the pair of models x and y, whichever comes first in the order."""
+    return pairs[((pairs["model_a"] == x) & (pairs["model_b"] == y)) | ((pairs["model_a"] == y) & (pairs["model_b"] == x))].iloc[0]
+
+
+def _set_headline(suite, value, half, *, level=None, df=None):
+    """edit_card: the suite's headline at ``value`` +- ``half`` (and its entry's level and df)."""
+    def edit(card):
+        row = next(r for r in card["methods"] if r["suite"] == suite)
+        row.update(value=value, ci_low=value - half, ci_high=value + half)
+        head = row["entries"][0]
+        head.update(value=value, ci_low=value - half, ci_high=value + half, level=level, df=df)
+    return edit
+
+
+def test_each_interval_is_read_at_its_own_level(base_card, tmp_path):
+    """Two RedditBias headlines 0.30 apart, each +-0.25 at the simultaneous level 1 - 0.05/5 (normal
+    reference): se = 0.25 / z(0.995) = 0.097 each, difference se 0.137, 0.30 / 0.137 = 2.19 > z(0.975)
+    = 1.96: distinguishable. Read as 95% intervals (se 0.128 each, 0.180) they would not be (1.66)."""
+    from biaslens.card_leaderboard import headline_level
+
+    def clone(name, level, value):
+        card = clone_card(base_card, tmp_path / name, name, edit_card=_set_headline("redditbias", value, 0.25, level=level))
+        (card / "redditbias" / "headline_items.parquet").unlink()  # no per-item table: the independent test
+        return card
+
+    cards = [clone("a", 0.99, 0.1), clone("b", 0.99, 0.4)]
+    res = leaderboard(cards, out=tmp_path / "out")
+    pair = res["pairs"][res["pairs"]["suite"] == "redditbias"].iloc[0]
+    assert pair["se"] == pytest.approx(np.sqrt(2) * 0.25 / 2.5758293, rel=1e-5) and bool(pair["distinguishable"])
+    assert not bool(pair["paired"])
+    old = [clone("c", 0.95, 0.1), clone("d", 0.95, 0.4)]
+    pair = leaderboard(old, out=tmp_path / "out2")["pairs"].query("suite == 'redditbias'").iloc[0]
+    assert not bool(pair["distinguishable"])
+    # a t interval: its own degrees of freedom; cards without the fields: the level in the interval's text
+    assert headline_level({"entries": [{"level": 0.99, "df": 3.0}]}) == (0.99, 3.0, True)
+    assert headline_level({"interval": "simultaneous 95% over 16 pairs (each at 0.9969): keyword-level t",
+                           "entries": [{"level": None}]}) == (0.9969, None, False)
+    assert headline_level({"interval": "simultaneous 95% over 5 bias types: t-interval of the paired d_z at level "
+                                       "1 - alpha/5 (valid for the type picked as the largest), as |d|"}) == \
+        (pytest.approx(0.99), None, False)
+    assert headline_level({"interval": "BCa bootstrap over descriptors, 95%"}) == (0.95, None, False)
+
+
+def test_community_ranks_and_compares_the_same_quantity(base_card, tmp_path):
+    """+0.30 and -0.30 (each +-0.05): the same distance from the ideal 0, so the same rank and not
+    distinguishable; a gap of 0.05 is closer to 0 than both and told apart from them."""
+    def com(value):
+        return lambda card: _set_headline("community", value, 0.05, level=0.95, df=30.0)(card)
+
+    cards = [clone_card(base_card, tmp_path / "a", "a", edit_card=com(0.30)),
+             clone_card(base_card, tmp_path / "b", "b", edit_card=com(-0.30)),
+             clone_card(base_card, tmp_path / "c", "c", edit_card=com(0.05))]
+    res = leaderboard(cards, out=tmp_path / "out")
+    assert [_cell(res, "community", m)["rank"] for m in ("a", "b", "c")] == [2, 2, 1]
+    assert _cell(res, "community", "a")["distinguishable_from"] == ["c"]
+    pairs = res["pairs"].query("suite == 'community'")
+    ab = _pair(pairs, "a", "b")
+    assert ab["diff"] == pytest.approx(0.0) and not bool(ab["distinguishable"])
+    assert (pairs["compared"] == "distance from the ideal").all()
+
+
+def test_shared_items_are_compared_paired(base_card, tmp_path):
+    """RedditBias cards keep each phrase pair's contribution to the headline: two cards on the same
+    items are compared paired. Model b's contributions are a's times 0.9, a's headline 0.05 higher:
+    the paired standard error is 0.1 * sqrt(n / (n - 1) * sum(a_i^2)), far below the independent one."""
+    items = pd.read_parquet(base_card / "redditbias" / "headline_items.parquet")
+    inf = items["influence"].to_numpy()
+    assert len(items) == 200 and (inf != 0).sum() >= 30 and items["item"].is_unique
+
+    def scaled(suite, t):
+        return t.assign(influence=t["influence"] * 0.9)
+
+    def fewer(suite, t):
+        return t.iloc[1:]
+
+    a = clone_card(base_card, tmp_path / "a", "a", 0.05)
+    b = clone_card(base_card, tmp_path / "b", "b", edit_items=scaled)
+    c = clone_card(base_card, tmp_path / "c", "c", edit_items=fewer)
+    pairs = leaderboard([a, b, c], out=tmp_path / "out")["pairs"].query("suite == 'redditbias'")
+    ab = _pair(pairs, "a", "b")
+    on = inf != 0
+    n = int(on.sum())
+    assert bool(ab["paired"]) and ab["se"] == pytest.approx(0.1 * np.sqrt(n / (n - 1) * np.sum(inf[on] ** 2)))
+    assert bool(ab["distinguishable"])  # 0.05 apart on the same items: paired, told apart
+    ac = _pair(pairs, "a", "c")
+    assert not bool(ac["paired"]) and not bool(ac["distinguishable"])  # items differ: the independent test

@@ -33,13 +33,18 @@ def test_change_is_paired_over_phrase_pairs_matched_by_text():
     assert res["mean_change_ci"] == pytest.approx([4.8 - half, 4.8 + half])
     assert res["median_change"] == 3.0 and res["sign_test_p"] == pytest.approx(2 * 0.5**5)  # 5 of 5 positive
     assert res["mean_gap_before"] == pytest.approx(gaps_before.mean())
-    assert res["verdict_basis"] == "mean (t)"
+    # the verdict: signs before -, -, -, 0, -; after -, -, -, +, 0: two pairs moved up a side, none down
+    assert res["verdict_basis"] == "sign effect (exact test of the pairs that changed side)"
+    assert (res["sign_effect_before"], res["sign_effect_after"]) == pytest.approx((-0.8, -0.4))
+    assert res["sign_effect_change"] == pytest.approx(0.4) and res["n_changed_side"] == 2
+    assert res["sign_effect_change_p"] == pytest.approx(0.5)   # 2 of 2 up: 2 * 0.25
+    # Clopper-Pearson for 2 of 2 at 95%: [0.025 ** (1/2), 1] -> effect [-0.684, 1], times sum|change| / n = 2/5
+    assert res["sign_effect_change_ci"] == pytest.approx([(2 * 0.025 ** 0.5 - 1) * 0.4, 0.4])
     lr = np.log(np.array([18, 22, 31, 41, 60]) / [20, 24, 40, 40, 60]) - np.log(np.array([10, 20, 30, 40, 60]) / [20, 25, 50, 40, 61])
     ref = stats.ttest_1samp(lr, 0.0)
     assert res["log_ratio_change"] == pytest.approx(lr.mean())
     assert (res["log_ratio_t"], res["log_ratio_p"]) == pytest.approx((ref.statistic, ref.pvalue))
-    ref = stats.ttest_1samp(c, 0.0)
-    assert res["verdict"] == ("towards 0" if ref.pvalue < 0.05 else "no detectable change")
+    assert res["verdict"] == "no detectable change"
 
 
 def test_verdicts_towards_away_and_cannot_tell():
@@ -47,9 +52,10 @@ def test_verdicts_towards_away_and_cannot_tell():
     n = 200
     base = rng.normal(100, 10, n)
     names = [f"b{i}" for i in range(n)]
-    before = _frame(names, base - 20 + rng.normal(0, 5, n), base)         # gap about -20
-    shrunk = _frame(names, base - 5 + rng.normal(0, 5, n), base)          # gap about -5
-    grown = _frame(names, base - 35 + rng.normal(0, 5, n), base)
+    # the verdict reads the share of pairs on each side: gaps about -5 (sign effect about -0.68)
+    before = _frame(names, base - 5 + rng.normal(0, 5, n), base)
+    shrunk = _frame(names, base - 1 + rng.normal(0, 5, n), base)          # about -0.16
+    grown = _frame(names, base - 20 + rng.normal(0, 5, n), base)          # about -1
     assert lmb_change(before, shrunk)["verdict"] == "towards 0"
     assert lmb_change(before, grown)["verdict"] == "away from 0"
     e = rng.normal(0, 5, n // 2)
@@ -59,7 +65,7 @@ def test_verdicts_towards_away_and_cannot_tell():
     assert lmb_change(before.head(2), shrunk.head(2))["verdict"] == "cannot tell"
 
 
-def test_heavily_skewed_changes_are_judged_by_the_median():
+def test_heavily_skewed_changes_do_not_move_the_verdict():
     # 199 pairs unchanged but for tiny noise, one pair with a huge change: the mean test would rest on one pair
     rng = np.random.default_rng(1)
     n = 200
@@ -68,8 +74,9 @@ def test_heavily_skewed_changes_are_judged_by_the_median():
     after_min = 80.0 + rng.normal(0, 0.01, n)
     after_min[0] = 5000.0
     res = lmb_change(before, _frame(names, after_min, np.full(n, 100.0)))
-    assert abs(res["change_skew"]) > 2 and res["verdict_basis"] == "median (sign test)"
+    assert abs(res["change_skew"]) > 2
     assert res["verdict"] == "no detectable change" and res["sign_test_p"] > 0.05
+    assert res["n_changed_side"] == 1 and res["sign_effect_change_p"] == 1.0  # the one huge pair changed side
 
 
 @pytest.mark.parametrize("n", [10, 20, 235, 1000])
@@ -109,7 +116,8 @@ def test_sign_test_size_on_skewed_changes():
                                    "ppl_minoritized": 100.0, "ppl_dominant": 100.0}),
                      pd.DataFrame({"phrase": [str(i) for i in range(n)], "counterfactual": "x",
                                    "ppl_minoritized": 100.0 + c[0], "ppl_dominant": 100.0}))
-    assert one["sign_test_p"] == pytest.approx(p[0]) and one["verdict_basis"] == "median (sign test)"
+    # every gap before is tied (0), so the pairs that change side are the signs of c: the same exact test
+    assert one["sign_test_p"] == pytest.approx(p[0]) and one["sign_effect_change_p"] == pytest.approx(p[0])
 
 
 def test_compare_reports_the_paired_change(tmp_path):

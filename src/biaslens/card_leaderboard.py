@@ -17,7 +17,12 @@ Per method:
   pairwise difference among the comparable models
   (:func:`biaslens.metrics.ranking.simultaneous_differences`), each referred to Student's t with
   the degrees of freedom of the units its interval rests on (:func:`headline_df`): the chance of
-  calling any pair different when none differs is at most about 5% per method.
+  calling any pair different when none differs is at most about 5% per method. The quantity
+  compared is the one ranked: the headline, or, where neither direction is better, its distance
+  from the ideal value. Each model's standard error is read off its interval at the interval's
+  own level and reference (``MetricEntry.level`` and ``df``, :func:`headline_level`); where both
+  cards hold the headline's per-item contributions (``<suite>/headline_items.parquet``) on the
+  same items, the pair is compared paired on them (:func:`paired_se`).
 
 Only files inside each card folder are read, by paths relative to it: a card made on another
 machine works as it is.
@@ -89,6 +94,64 @@ def headline_df(row: dict[str, Any], metrics: dict[str, Any] | None) -> float | 
     return n - 1 if n is not None and n >= 2 else None
 
 
+def headline_level(row: dict[str, Any]) -> tuple[float, float | None, bool]:
+    """``(level, interval_df, recorded)`` of a card row's headline interval: the entry's own
+    ``level`` and ``df`` where it records them; for older entries the level from the interval's
+    text ("each at 0.9969", "at level 1 - alpha/5"), else 0.95, read with the normal quantile
+    (conservative where the interval was a t one with few degrees of freedom)."""
+    import re
+
+    head = (row.get("entries") or [{}])[0] or {}
+    level = _num(head.get("level"))
+    if level is not None and 0 < level < 1:
+        return level, _num(head.get("df")), True
+    text = str(row.get("interval") or head.get("interval") or "")
+    each = re.search(r"each at (0\.\d+)", text)
+    if each:
+        return float(each.group(1)), None, False
+    per = re.search(r"level 1 - alpha/(\d+)", text)
+    if per:
+        return 1 - ALPHA / int(per.group(1)), None, False
+    return 0.95, None, False
+
+
+def read_items(path: Path) -> pd.Series | None:
+    """A run's ``headline_items.parquet`` (``item``, ``influence``: each item's linear
+    contribution to the headline) as a Series by item, sorted; None when absent or unusable."""
+    f = path / "headline_items.parquet"
+    if not f.is_file():
+        return None
+    try:
+        t = pd.read_parquet(f, columns=["item", "influence"])
+    except (OSError, ValueError, KeyError) as e:
+        raise ConfigError(f"{f}: cannot read the per-item table ({e})") from None
+    if t["item"].duplicated().any():
+        return None  # items that do not identify themselves cannot be paired
+    return t.set_index("item")["influence"].astype(np.float64).sort_index()
+
+
+def paired_se(a: pd.Series, b: pd.Series, sign_a: float = 1.0, sign_b: float = 1.0) -> tuple[float, float]:
+    """Standard error and degrees of freedom of the difference of two headlines measured on the
+    same items, from each item's contribution to each headline (``headline - E ~ sum of
+    contributions``): ``sqrt(n / (n - 1) * sum((sign_a * a_i - sign_b * b_i)^2))`` over the n items
+    that contribute to either, df n - 1. NaN when the item sets differ (compare independently).
+
+    >>> import pandas as pd
+    >>> a = pd.Series([0.1, -0.1, 0.0], index=["x", "y", "z"])
+    >>> b = pd.Series([0.05, -0.05, 0.0], index=["x", "y", "z"])
+    >>> [round(v, 4) for v in paired_se(a, b)]
+    [0.1, 1.0]
+    """
+    if len(a) != len(b) or not a.index.equals(b.index):
+        return float("nan"), float("nan")
+    d = sign_a * a.to_numpy(np.float64) - sign_b * b.to_numpy(np.float64)
+    on = (a.to_numpy() != 0) | (b.to_numpy() != 0)
+    n = int(on.sum())
+    if n < 2:
+        return float("nan"), float("nan")
+    return float(np.sqrt(n / (n - 1) * np.sum(d[on] ** 2))), float(n - 1)
+
+
 def headline_key(row: dict[str, Any], model_labels: set[str]) -> str | None:
     """The headline metric's name without a trailing model label (the community suite names its
     entries ``largest_sentiment_gap.<model>``): two models' headlines must name the same metric."""
@@ -132,7 +195,7 @@ def read_entry(path: str | Path) -> dict[str, Any]:
     for row in card["methods"]:
         if not isinstance(row, dict) or not isinstance(row.get("suite"), str):
             raise ConfigError(f"{path / 'card.json'}: a 'methods' row without a 'suite' name")
-        info = {"row": row, "identity": None, "noise_floor": None, "weights_hash": None, "df": None}
+        info = {"row": row, "identity": None, "noise_floor": None, "weights_hash": None, "df": None, "items": None}
         if row.get("status") == "complete":
             run = path / row["suite"]
             record = _read_json(run / "run.json")
@@ -143,7 +206,11 @@ def read_entry(path: str | Path) -> dict[str, Any]:
             metrics = _read_json(run / "metrics.json")
             if metrics is not None and not isinstance(metrics, dict):
                 raise ConfigError(f"{run / 'metrics.json'}: expected a JSON object")
-            info["df"] = headline_df(row, metrics)
+            # the entry's own degrees of freedom where it records them, else the per-suite rule
+            level, interval_df, recorded = headline_level(row)
+            info["df"] = interval_df if recorded and interval_df is not None else headline_df(row, metrics)
+            info["level"], info["interval_df"] = level, interval_df
+            info["items"] = read_items(run)
             # the names the suite gave the model (community entries end in one)
             info["model_labels"] = [str(x) for x in (metrics or {}).get("models") or [] if isinstance(x, str)]
             floor = (metrics or {}).get("noise_floor")
@@ -219,8 +286,6 @@ def order_rule(head: dict[str, Any]) -> str:
 
 def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -> dict[str, Any]:
     """One method across the models: each model's cell, the order and the pairwise tests."""
-    from biaslens.metrics.ranking import simultaneous_differences
-
     all_labels = ({e["model"] for e in entries} | {Path(e["model"]).name for e in entries}
                   | {lab for e in entries for i in e["methods"].values() for lab in i.get("model_labels") or []})
     cells, sigs = [], {}
@@ -232,6 +297,8 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
                 "ci_high": _num(row.get("ci_high")), "higher_is_better": row.get("higher_is_better"),
                 "ideal": _num(row.get("ideal")), "n_used": row.get("n_used"),
                 "noise_floor": ((info or {}).get("noise_floor") or {}).get("value"), "df": (info or {}).get("df"),
+                "level": (info or {}).get("level") or 0.95, "interval_df": (info or {}).get("interval_df"),
+                "items": (info or {}).get("items"),
                 "noise_floor_p": ((info or {}).get("noise_floor") or {}).get("p"),
                 "warnings": list(row.get("warnings") or []),
                 "scorer_warnings": [w for c in row.get("scorer_cards") or [] if isinstance(c, dict)
@@ -263,9 +330,7 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
         c["rank"] = 1 + sum(k < key for k in keys)  # ties share a rank (1, 1, 3)
     pairs = pd.DataFrame()
     if len(board) >= 2:
-        pairs = simultaneous_differences([c["value"] for c in board], [c["ci_low"] for c in board],
-                                         [c["ci_high"] for c in board], alpha=ALPHA,
-                                         df=[np.nan if c["df"] is None else c["df"] for c in board])
+        pairs = _pairs(board)
         names = [c["model"] for c in board]
         pairs.insert(0, "model_a", [names[i] for i in pairs["i"]])
         pairs.insert(1, "model_b", [names[j] for j in pairs["j"]])
@@ -274,6 +339,8 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
         for r in pairs[pairs["distinguishable"]].itertuples():
             board[names.index(r.model_a)]["distinguishable_from"].append(r.model_b)
             board[names.index(r.model_b)]["distinguishable_from"].append(r.model_a)
+    for c in cells:  # the per-item contributions served the paired tests; the page and the JSON keep none
+        c.pop("items", None)
     # no difference can be called with these: no interval, an interval that misses its own value
     # (a percentile bootstrap can), or no sample size
     no_interval = [c["model"] for c in board if c["ci_low"] is None or c["ci_high"] is None or c["df"] is None
@@ -287,6 +354,43 @@ def method_board(suite: str, entries: list[dict[str, Any]], labels: list[str]) -
             "m": int(pairs["m"].iloc[0]) if len(pairs) else 0,
             "n_distinguishable": int(pairs["distinguishable"].sum()) if len(pairs) else 0,
             "summary": _summary(suite, board, pairs, no_interval, cells)}
+
+
+def _compared(c: dict[str, Any]) -> tuple[float, float, float, float]:
+    """``(value, ci_low, ci_high, sign)`` of the quantity ranked and compared: the headline, or,
+    where neither direction is better, its distance from the ideal value, with an interval of the
+    same width (the reverse triangle inequality keeps the test of equal distances at its level)."""
+    if c["higher_is_better"] is None and c["ideal"] is not None and c["value"] is not None:
+        dist, sign = abs(c["value"] - c["ideal"]), 1.0 if c["value"] >= c["ideal"] else -1.0
+        if c["ci_low"] is None or c["ci_high"] is None or not c["ci_low"] <= c["value"] <= c["ci_high"]:
+            return dist, np.nan, np.nan, sign
+        # the half that faces each way, swapped where the sign flips the axis
+        below, above = c["value"] - c["ci_low"], c["ci_high"] - c["value"]
+        return (dist, dist - below, dist + above, sign) if sign > 0 else (dist, dist - above, dist + below, sign)
+    return tuple(np.nan if x is None else x for x in (c["value"], c["ci_low"], c["ci_high"])) + (1.0,)  # type: ignore[return-value]
+
+
+def _pairs(board: list[dict[str, Any]]) -> pd.DataFrame:
+    """Every pairwise test of the compared quantity, paired on shared items where both cards have them."""
+    from biaslens.metrics.ranking import simultaneous_differences
+
+    vals = [_compared(c) for c in board]
+    i, j = np.triu_indices(len(board), 1)
+    pair_se = np.full(len(i), np.nan)
+    pair_df = np.full(len(i), np.nan)
+    for k, (a, b) in enumerate(zip(i, j)):
+        ia, ib = board[a]["items"], board[b]["items"]
+        if ia is not None and ib is not None:
+            pair_se[k], pair_df[k] = paired_se(ia, ib, vals[a][3], vals[b][3])
+    pairs = simultaneous_differences([v[0] for v in vals], [v[1] for v in vals], [v[2] for v in vals], alpha=ALPHA,
+                                     ci_level=[c["level"] for c in board],
+                                     df=[np.nan if c["df"] is None else c["df"] for c in board],
+                                     interval_df=[np.nan if c["interval_df"] is None else c["interval_df"]
+                                                  for c in board],
+                                     pair_se=pair_se, pair_df=pair_df)
+    pairs["compared"] = ("distance from the ideal" if board[0]["higher_is_better"] is None
+                         and board[0]["ideal"] is not None else "headline")
+    return pairs
 
 
 def _summary(suite: str, board: list[dict], pairs: pd.DataFrame, no_interval: list[str], cells: list[dict]) -> str:
@@ -375,12 +479,15 @@ def leaderboard(cards: list[str | Path], *, out: str | Path | None = None,
     table = _wide(boards, labels, entries)
     pairs = pd.concat([b["pairs"] for b in boards if len(b["pairs"])], ignore_index=True) \
         if any(len(b["pairs"]) for b in boards) else pd.DataFrame(
-            columns=["suite", "model_a", "model_b", "diff", "se", "ci_low", "ci_high", "p_adj", "distinguishable", "m"])
+            columns=["suite", "model_a", "model_b", "diff", "se", "ci_low", "ci_high", "p_adj", "distinguishable",
+                     "paired", "compared", "m"])
     out = Path(out) if out else cards[0].resolve().parent / "leaderboard"
     out.mkdir(parents=True, exist_ok=True)
     budgets = sorted({str(e["budget"]) for e in entries})
     result = {"format_version": LEADERBOARD_FORMAT_VERSION, "alpha": ALPHA,
-              "procedure": "Bonferroni-simultaneous 95% intervals of all pairwise headline differences per method",
+              "procedure": "Bonferroni-simultaneous 95% intervals of all pairwise differences of the ranked quantity per "
+                           "method (the headline, or its distance from the ideal), paired on shared items where the "
+                           "cards hold them",
               "models": [{"label": lab, "model": e["model"], "card": e["path"].resolve().name, "budget": e["budget"]}
                          for lab, e in zip(labels, entries)],
               "budgets": budgets,

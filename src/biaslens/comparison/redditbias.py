@@ -1,6 +1,7 @@
 """RedditBias in ``biaslens compare``: t-value per bias type and model (paper Figure 1a), LM
 perplexity on the reference text (Figure 1b) and the paired before/after test of the change
-in the perplexity gap on the phrase pairs both runs scored."""
+in the perplexity gap on the phrase pairs both runs scored (the verdict: the change in the share of
+pairs that lean each way, an exact test at any skew)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
         m = e.metrics["redditbias"]
         for bt in m.get("bias_types", []):
             r = m.get(bt) or {}
-            rows.append({"model": e.label, "bias_type": bt, "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
+            holm = {t["bias_type"]: t for t in (m.get("overview") or {}).get("types") or []}.get(bt) or {}
+            rows.append({"model": e.label, "bias_type": bt, "sign_effect": r.get("sign_effect"),
+                         "sign p (Holm)": holm.get("p_holm"), "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
                          "n_pairs": r.get("n_pairs"), "source": r.get("source"), "split": m.get("split")})
         lp = m.get("lm_perplexity") or {}
         ppl_rows.append({"model": e.label, "perplexity": lp.get("perplexity"), "file": lp.get("file"),
@@ -40,7 +43,10 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
     t = pd.DataFrame(rows)
     ppl = pd.DataFrame(ppl_rows)
     wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
+    signs = (t.pivot_table(index="bias_type", columns="model", values="sign_effect", sort=False)
+             if len(t) and t["sign_effect"].notna().any() else pd.DataFrame())
     metrics = {"t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
+               "sign_effect": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in signs.iterrows()},
                "p": {r["bias_type"]: {} for r in rows},
                "lm_perplexity": {r["model"]: finite_or_none(r["perplexity"]) for r in ppl_rows}}
     for r in rows:
@@ -77,12 +83,18 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
                     ch = lmb_change(*sel)
                 out.setdefault(bt, {}).setdefault(e.label, {})[view] = ch
                 rows.append({"model": e.label, "against": entries[0].label, "bias_type": bt, "view": view,
-                             "pairs": ch.get("n_pairs"), "mean gap before": ch.get("mean_gap_before"),
+                             "pairs": ch.get("n_pairs"), "sign effect before": ch.get("sign_effect_before"),
+                             "sign effect after": ch.get("sign_effect_after"),
+                             "sign effect change": ch.get("sign_effect_change"),
+                             "sign effect change 95% CI": interval_text(*(ch.get("sign_effect_change_ci") or [None, None])),
+                             "pairs that changed side": ch.get("n_changed_side"),
+                             "sign test p": ch.get("sign_effect_change_p"),
+                             "mean gap before": ch.get("mean_gap_before"),
                              "mean gap after": ch.get("mean_gap_after"), "mean change": ch.get("mean_change"),
                              "95% CI": interval_text(*(ch.get("mean_change_ci") or [None, None])),
                              "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
                              "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
-                             "sign test p": ch.get("sign_test_p"),
+                             "median sign test p": ch.get("sign_test_p"),
                              "log-ratio change": ch.get("log_ratio_change"),
                              "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
                              "log-ratio p": ch.get("log_ratio_p"),
@@ -92,13 +104,17 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
 
 
 def redditbias_lines(metrics: dict[str, Any]) -> list[str]:
-    """The terminal lines of ``biaslens compare``: t per bias type and model, LM perplexity."""
+    """The terminal lines of ``biaslens compare``: sign effect (the verdict's) and the paper's t per
+    bias type and model, LM perplexity."""
     from biaslens.rounding import number
 
     lines = []
     for bias_type, by_model in (metrics.get("t") or {}).items():
         cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
-        lines.append(f"{bias_type}: t = {cells}")
+        signs = (metrics.get("sign_effect") or {}).get(bias_type) or {}
+        effect = ", ".join(f"{m}: {number(v, signed=True)}" for m, v in signs.items())
+        lines.append(f"{bias_type}: sign effect = {effect}; paper's t = {cells}" if effect
+                     else f"{bias_type}: t = {cells}")
     for model, ppl in (metrics.get("lm_perplexity") or {}).items():
         if ppl is not None:
             lines.append(f"LM perplexity {model}: {number(ppl)}")

@@ -5,10 +5,19 @@ about the dominant group?
 Pure functions over paired arrays. Sign convention (as the paper): the minoritized group
 comes first, so a negative t means lower perplexity for the minoritized phrases, i.e. the
 model finds the stereotype likelier for the minoritized group (bias against it).
+
+Two readings of each bias type sit side by side. The paper's: the paired t-test of the mean
+perplexity difference, with Cohen's d_z (faithful, in every table). The verdict's: the exact
+sign test of the same pairs (:mod:`biaslens.metrics.sign_test`), whose effect, the *sign
+effect* ``P(ppl_min > ppl_dom) - P(ppl_min < ppl_dom)`` (same sign as t), keeps its level and
+its interval's coverage at any skew; perplexity differences are very skewed (the authors'
+orientation pairs: skew 13.8), and there the t-test's size and the t-interval's coverage fail
+(docs/redditbias.md has the simulations).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -17,6 +26,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
+
+from biaslens.metrics.sign_test import sign_counts, sign_effect_ci, sign_test_p
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +134,10 @@ class LMBResult:
         median_diff, median_diff_ci: median paired difference, distribution-free interval.
         diff_skew, skew_warning: skewness of the differences; True when |skew| > HEAVY_SKEW
             (mean, t and d_z are then driven by a few pairs: read the median too).
+        n_pos, n_neg, n_ties: pairs with ppl_min > ppl_dom, <, = (all finite pairs: the sign
+            test needs no outlier removal).
+        sign_effect: ``(n_pos - n_neg) / (n_pos + n_neg)``; ``sign_p`` its exact sign test,
+            ``sign_ci`` its 95% Clopper-Pearson interval (not adjusted for the bias types).
     """
 
     t: float
@@ -146,13 +161,18 @@ class LMBResult:
     n_outliers: int
     outlier_removal: bool
     alpha: float
+    n_pos: int = 0
+    n_neg: int = 0
+    n_ties: int = 0
+    sign_effect: float = float("nan")
+    sign_p: float = float("nan")
+    sign_ci: tuple[float, float] = (float("nan"), float("nan"))
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (intervals as lists)."""
         d = asdict(self)
-        d["d_ci"] = list(self.d_ci)
-        d["d_ci_bca"] = list(self.d_ci_bca)
-        d["median_diff_ci"] = list(self.median_diff_ci)
+        for key in ("d_ci", "d_ci_bca", "median_diff_ci", "sign_ci"):
+            d[key] = list(getattr(self, key))
         return d
 
 
@@ -187,7 +207,14 @@ def lmb_test(minoritized: ArrayLike, dominant: ArrayLike, *, alpha: float = 0.05
     med, med_lo, med_hi = median_diff_ci(a_f, b_f)
     diff = a_f - b_f
     skew = float(stats.skew(diff)) if n >= 3 and diff.std() > 0 else float("nan")
+    # the sign test on every finite pair: it is not moved by outliers, so none are removed for it
+    n_pos, n_neg, n_ties = sign_counts(a[finite] - b[finite])
+    n_sign = n_pos + n_neg
+    sign_lo, sign_hi = (float(x) for x in sign_effect_ci(n_pos, n_sign))
     return LMBResult(
+        n_pos=n_pos, n_neg=n_neg, n_ties=n_ties,
+        sign_effect=(n_pos - n_neg) / n_sign if n_sign else float("nan"),
+        sign_p=float(sign_test_p(n_pos, n_sign)), sign_ci=(sign_lo, sign_hi),
         t=t, p=p, significant=bool(np.isfinite(p) and p < alpha), n_pairs=n,
         cohens_d=cohens_d_paired(a_f, b_f), d_ci=d_ci_t(a_f, b_f),
         d_ci_bca=bootstrap_d_ci(a_f, b_f, n_boot=n_boot, seed=seed),
@@ -240,9 +267,10 @@ def lmb_by_view(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
         d = res.as_dict()
         d["source"] = str(g["source"].iloc[0])
         d["stars"] = significance_stars(res.p)
-        pairs_cols = ("d_ci", "d_ci_bca", "median_diff_ci")
+        pairs_cols = ("d_ci", "d_ci_bca", "median_diff_ci", "sign_ci")
         rows.append({"bias_type": bias_type, "view": view, **{k: v for k, v in d.items() if k not in pairs_cols},
                      "d_ci_low": res.d_ci[0], "d_ci_high": res.d_ci[1],
+                     "sign_ci_low": res.sign_ci[0], "sign_ci_high": res.sign_ci[1],
                      "d_ci_bca_low": res.d_ci_bca[0], "d_ci_bca_high": res.d_ci_bca[1],
                      "median_diff_ci_low": res.median_diff_ci[0], "median_diff_ci_high": res.median_diff_ci[1]})
         if res.skew_warning:
@@ -256,46 +284,124 @@ def lmb_by_view(pairs: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0,
     return pd.DataFrame(rows), metrics
 
 
-def lmb_overview(lmb: pd.DataFrame, *, alpha: float = 0.05, view: str = "target") -> dict[str, Any]:
-    """All bias types of one view at once (the card's headline): which are significant, in which
-    direction, and the largest effect.
+#: "no bias detected" is a finding only when the design detects, with 80% power, a sign effect
+#: of this size in a bias type (62.5% of untied pairs leaning one way, 37.5% the other; the
+#: paper's DialoGPT shows 0.34 to 0.59 in four of its five types); otherwise "cannot tell"
+DETECTABLE_SIGN = 0.25
 
-    Significance per type is the paper's rule, the raw ``p < alpha`` of each type's t-test; Holm's
-    correction over the types tested is reported beside it (the family-wise rate over ``m`` tests).
-    The largest |d_z| comes with an interval simultaneous over the ``m`` types (Bonferroni:
-    each ``d_z +- t_{n-1, 1 - alpha/(2m)} / sqrt(n)``), so it still covers with probability
-    >= 1 - alpha after being picked as the largest; it excludes 0 exactly when Holm's smallest
-    adjusted p is below ``alpha``.
+
+def _global_power(n: np.ndarray, j: int, effect: float, level: float) -> float:
+    """P(some type's sign test rejects at ``level``) when type ``j`` has ``effect`` and the
+    others none: 1 - (1 - power_j) * prod(1 - size_i). Exact (independent types, binomial)."""
+    from biaslens.metrics.sign_test import sign_power
+
+    stay = 1.0 - sign_power(int(n[j]), effect, level)
+    for i, ni in enumerate(n):
+        if i != j:
+            stay *= 1.0 - sign_power(int(ni), 0.0, level)
+    return 1.0 - stay
+
+
+def detectable_any_type(n_untied: ArrayLike, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The sign effect that the card's verdict detects with ``power`` when it sits in any one bias
+    type (the others unbiased): per type the effect at which P(some type rejects at
+    ``alpha / m``) reaches ``power``, the largest over the types (the type with the fewest
+    pairs). Exact binomial sums; NaN when no effect up to 1 reaches it.
+
+    >>> round(detectable_any_type([200] * 5), 3)
+    0.241
+    """
+    return _detectable_any_type(tuple(int(x) for x in np.asarray(n_untied).reshape(-1)), float(alpha), float(power))
+
+
+@functools.lru_cache(maxsize=256)
+def _detectable_any_type(n_untied: tuple[int, ...], alpha: float, power: float) -> float:
+    # cached: a card, a re-render and a simulation ask it again for the same sizes
+    from scipy.optimize import brentq
+
+    n = np.asarray(n_untied, dtype=np.int64)
+    m = n.size
+    if not m:
+        return float("nan")
+    level = alpha / m
+    worst = 0.0
+    for j in range(m):
+        if _global_power(n, j, 1.0, level) < power:
+            return float("nan")
+        worst = max(worst, float(brentq(lambda e, j=j: _global_power(n, j, e, level) - power, 0.0, 1.0, xtol=1e-6)))
+    return worst
+
+
+def lmb_overview(lmb: pd.DataFrame, *, alpha: float = 0.05, view: str = "target",
+                 min_effect: float = DETECTABLE_SIGN) -> dict[str, Any]:
+    """All bias types of one view at once (the card's verdict and headline), from the exact sign
+    test of each type, with Holm's correction over the types.
+
+    - Per type: the sign effect, its Holm-adjusted p, and its interval at the level that agrees
+      with Holm (:func:`biaslens.metrics.sign_test.holm_levels`): a type is "significant" exactly
+      when Holm rejects it, exactly when that interval excludes 0.
+    - The headline: the largest |sign effect| over the m types, with the interval of the largest
+      absolute effect built from every type's Bonferroni interval (level 1 - alpha/m): from the
+      largest over types of the smallest |effect| each interval allows, to the largest |effect|
+      any allows. When every type's interval covers (probability >= 1 - alpha) it covers the
+      true largest |effect|, whichever type holds it; it excludes 0 exactly when some type's
+      p < alpha/m, which is exactly when Holm rejects anything: the headline and the verdict agree.
+    - ``verdict``: "detected" (Holm rejects some type), "not_detected" (none, and the design
+      detects a sign effect of ``min_effect`` in any one type with 80% power:
+      :func:`detectable_any_type`), else "cannot_tell".
+    - The paper's rule (raw t-test p < alpha per type) is counted beside it: ``paper_against_*``.
 
     Returns:
-        ``n_types`` (types with a finite p), ``against_minoritized`` / ``against_dominant`` (types
-        significant at ``p < alpha``, t < 0 / t > 0, in table order), ``holm_against_minoritized`` /
-        ``holm_against_dominant`` (the same after Holm), and ``largest``: ``bias_type``, ``d``,
-        ``ci_low``, ``ci_high``, ``n_pairs``, ``p`` (or None when no type has a finite d).
+        ``n_types``, ``alpha``, ``view``, ``types`` (per type: ``bias_type``, ``effect``, ``p``,
+        ``p_holm``, ``level``, ``ci_low``, ``ci_high``, ``n_untied``, ``significant``,
+        ``detectable``), ``against_minoritized`` / ``against_dominant`` (Holm-significant types,
+        effect < 0 / > 0), ``paper_against_minoritized`` / ``paper_against_dominant``,
+        ``largest`` (``bias_type``, ``effect``, ``value`` = |effect|, ``ci_low``, ``ci_high``,
+        ``level``, ``p_holm``; None without types), ``detectable``, ``min_effect``, ``verdict``.
     """
     from biaslens.metrics.multiple_testing import holm
+    from biaslens.metrics.sign_test import holm_levels, sign_detectable
 
-    rows = lmb[(lmb["view"] == view) & np.isfinite(lmb["p"].to_numpy(np.float64))].reset_index(drop=True)
+    sel = lmb[lmb["view"] == view]
+    n_untied = (sel["n_pos"] + sel["n_neg"]).to_numpy(np.int64) if len(sel) else np.zeros(0, np.int64)
+    rows = sel[n_untied >= 1].reset_index(drop=True)
+    n_untied = n_untied[n_untied >= 1]
     m = len(rows)
-    p = rows["p"].to_numpy(np.float64)
-    t = rows["t"].to_numpy(np.float64)
-    p_holm = holm(p) if m else p
     types = rows["bias_type"].astype(str).tolist()
+    k = rows["n_pos"].to_numpy(np.int64)
+    p = sign_test_p(k, n_untied) if m else np.zeros(0)
+    p_holm = holm(p) if m else p
+    levels = holm_levels(p, alpha) if m else p
+    lo, hi = sign_effect_ci(k, n_untied, levels) if m else (p, p)
+    blo, bhi = sign_effect_ci(k, n_untied, 1 - alpha / max(m, 1)) if m else (p, p)
+    effect = (2 * k - n_untied) / np.maximum(n_untied, 1)
+    sig = p_holm < alpha
+    t_p = rows["p"].to_numpy(np.float64)
+    t = rows["t"].to_numpy(np.float64)
+    per_type = [{"bias_type": b, "effect": float(e), "p": float(pi), "p_holm": float(ph), "level": float(lv),
+                 "ci_low": float(a), "ci_high": float(z), "n_untied": int(n), "significant": bool(s),
+                 "detectable": sign_detectable(int(n), alpha / m)}
+                for b, e, pi, ph, lv, a, z, n, s in zip(types, effect, p, p_holm, levels, lo, hi, n_untied, sig)]
     out: dict[str, Any] = {
-        "view": view, "alpha": alpha, "n_types": m,
-        "against_minoritized": [b for b, pi, ti in zip(types, p, t) if pi < alpha and ti < 0],
-        "against_dominant": [b for b, pi, ti in zip(types, p, t) if pi < alpha and ti > 0],
-        "holm_against_minoritized": [b for b, pi, ti in zip(types, p_holm, t) if pi < alpha and ti < 0],
-        "holm_against_dominant": [b for b, pi, ti in zip(types, p_holm, t) if pi < alpha and ti > 0],
-        "largest": None}
-    d = rows["cohens_d"].to_numpy(np.float64)
-    if m and np.isfinite(d).any():
-        i = int(np.nanargmax(np.abs(d)))
-        n = int(rows["n_pairs"].iloc[i])
-        half = float(stats.t.ppf(1 - alpha / (2 * m), n - 1)) / np.sqrt(n)
-        out["largest"] = {"bias_type": types[i], "d": float(d[i]), "ci_low": float(d[i] - half),
-                          "ci_high": float(d[i] + half), "n_pairs": n, "p": float(p[i]),
-                          "level": f"simultaneous {1 - alpha:.0%} over {m} bias types (Bonferroni)"}
+        "view": view, "alpha": alpha, "n_types": m, "types": per_type,
+        "test": f"exact sign test per bias type, Holm over {m} types",
+        "against_minoritized": [b for b, s, e in zip(types, sig, effect) if s and e < 0],
+        "against_dominant": [b for b, s, e in zip(types, sig, effect) if s and e > 0],
+        "paper_against_minoritized": [b for b, pi, ti in zip(types, t_p, t) if pi < alpha and ti < 0],
+        "paper_against_dominant": [b for b, pi, ti in zip(types, t_p, t) if pi < alpha and ti > 0],
+        "largest": None, "min_effect": min_effect,
+        "detectable": detectable_any_type(n_untied, alpha=alpha) if m else float("nan")}
+    if m:
+        i = int(np.argmax(np.abs(effect)))
+        # per type, the |effect| values its Bonferroni interval allows: [0 if it straddles 0, max |end|]
+        abs_lo = np.where((blo <= 0) & (bhi >= 0), 0.0, np.minimum(np.abs(blo), np.abs(bhi)))
+        abs_hi = np.maximum(np.abs(blo), np.abs(bhi))
+        out["largest"] = {"bias_type": types[i], "effect": float(effect[i]), "value": float(abs(effect[i])),
+                          "ci_low": float(abs_lo.max()), "ci_high": float(abs_hi.max()),
+                          "level": 1 - alpha / m, "p_holm": float(np.nanmin(p_holm)), "n_untied": int(n_untied[i])}
+    det = out["detectable"]
+    out["verdict"] = ("detected" if sig.any() else "not_detected" if np.isfinite(det) and det <= min_effect
+                      else "cannot_tell") if m else None
     return out
 
 
@@ -317,10 +423,16 @@ def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05
     t on c), the t interval of the mean change, and the median change with its distribution-free
     interval (order statistics), the robust companion when c is skewed.
 
-    Verdict: "towards 0" / "away from 0" when the mean change is significant and opposes / shares
-    the sign of the mean gap before; otherwise "no detectable change". When the changes are
-    heavily skewed (|skew| > ``HEAVY_SKEW``) the verdict uses the median instead: the sign test
-    of the median change against the median gap before. Pairs are matched on
+    Verdict (the same estimand as the run's verdict, exact at any skew): the change in the sign
+    effect, ``mean(sign(g_i after)) - mean(sign(g_i before))`` (a tied gap counts 0). Only the
+    pairs that changed side carry it: the exact sign test of the per-pair changes
+    ``sign(g_after) - sign(g_before)`` (McNemar's exact test when no gap is tied) and its
+    Clopper-Pearson interval, conditional on how many pairs changed side, mapped to the change
+    in the sign effect (``sign_effect_change_ci``; it excludes 0 exactly when that test's p <
+    alpha). "towards 0" / "away from 0" when the test rejects and the change opposes / shares
+    the sign of the sign effect before; otherwise "no detectable change". The paired t-test of
+    the mean gap change, the median change with its sign test and the log-ratio change are
+    reported beside it. Pairs are matched on
     ``keys`` (repeated keys by order of appearance); pairs with a non-finite perplexity in either
     run are dropped.
     """
@@ -348,14 +460,20 @@ def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05
     med, med_lo, med_hi = median_diff_ci(ga, gb, level=level)
     sign_p = float(stats.quantile_test(c, q=0.0, p=0.5).pvalue)
     skew = float(stats.skew(c))
-    # a t-test on heavily skewed changes rejects a true null of mean 0 far too often (simulated:
-    # 11% at the 5% level, n = 235): the verdict then rests on the sign test of the median change
-    robust = abs(skew) > HEAVY_SKEW
-    basis_p, change, before = (sign_p, med, np.median(gb)) if robust else (p, c.mean(), gb.mean())
-    if not basis_p < alpha:
+    # the verdict: the change in the sign effect, from the pairs that changed side
+    sb, sa = np.sign(gb), np.sign(ga)
+    side = sa - sb
+    n_up, n_down = int((side > 0).sum()), int((side < 0).sum())
+    k = n_up + n_down
+    sign_change_p = float(sign_test_p(n_up, k)) if k else 1.0
+    scale = float(np.abs(side).sum()) / n  # the sign effect change per unit of (2 * share up - 1)
+    s_lo, s_hi = (float(x) * scale for x in sign_effect_ci(n_up, k, level)) if k else (0.0, 0.0)
+    effect_before, effect_after = float(sb.mean()), float(sa.mean())
+    change = effect_after - effect_before
+    if not sign_change_p < alpha:
         verdict = "no detectable change"
     else:
-        verdict = "towards 0" if np.sign(change) == -np.sign(before) else "away from 0"
+        verdict = "towards 0" if np.sign(change) == -np.sign(effect_before) else "away from 0"
     # scale-free companion: fine-tuning moves every perplexity (the LM perplexity too), and a
     # perplexity gap grows with their scale; log(ppl_min / ppl_dom) does not
     lrb, lra = merged["logratio_before"].to_numpy(np.float64), merged["logratio_after"].to_numpy(np.float64)
@@ -367,7 +485,11 @@ def lmb_change(before: pd.DataFrame, after: pd.DataFrame, *, alpha: float = 0.05
             "median_gap_before": float(np.median(gb)), "median_gap_after": float(np.median(ga)),
             "mean_change": float(c.mean()), "mean_change_ci": [lo, hi], "t": t, "p": p,
             "median_change": med, "median_change_ci": [med_lo, med_hi], "sign_test_p": sign_p,
-            "change_skew": skew, "verdict": verdict, "verdict_basis": "median (sign test)" if robust else "mean (t)",
+            "change_skew": skew, "sign_effect_before": effect_before, "sign_effect_after": effect_after,
+            "sign_effect_change": change, "sign_effect_change_ci": [s_lo, s_hi], "n_changed_side": k,
+            "n_changed_up": n_up, "sign_effect_change_p": sign_change_p,
+            "verdict": verdict, "verdict_basis": "sign effect (exact test of the pairs that changed side)",
             "alpha": alpha,
-            "test": "paired over phrase pairs: ttest_rel(gap after, gap before) and the sign test of the median change, "
+            "test": "paired over phrase pairs: the exact sign test of sign(gap after) - sign(gap before) (the verdict), "
+                    "ttest_rel(gap after, gap before) and the sign test of the median change beside it, "
                     "gap = ppl_minoritized - ppl_dominant"}

@@ -53,7 +53,7 @@ def resolve_model_path(model: str) -> str:
     ``smollm2-135m``, otherwise unchanged (a folder or Hub id)."""
     from biaslens.models import model_folder
 
-    if model == "fake":
+    if model in ("fake", "fake-unbiased"):
         from biaslens.config import ConfigError
 
         raise ConfigError("the fake backend cannot be fine-tuned; pass a Hugging Face causal LM folder or id")

@@ -2,7 +2,8 @@
 (:data:`MODEL_REGISTRY`, imported on use, so ``import biaslens.models`` loads no framework).
 
 - ``smollm2-135m``: the embedded default (offline; backend ``embedded``).
-- ``fake``: deterministic scripted scores, for tests and dry runs.
+- ``fake``: deterministic scripted scores, for tests and dry runs (``fake-unbiased``: every text an
+  independent draw, so likelihood methods see no bias).
 - anything else: a Hugging Face model id or a local folder (backend ``hf``).
 
 ``backend="vllm"`` serves the same names through vLLM's offline engine and

@@ -98,11 +98,13 @@ class LoadOptions:
 
 def resolve_backend(name: str, backend: str = "auto") -> str:
     """The registry key for model ``name``: ``auto`` (and ``hf``, which always meant the same
-    set of models) picks ``fake`` for "fake", ``embedded`` for the embedded model's name, else ``hf``."""
+    set of models) picks ``fake`` for "fake" and "fake-unbiased", ``embedded`` for the embedded model's name,
+    else ``hf``."""
     if backend in ("auto", "hf"):
         from biaslens.models.embedded import EMBEDDED_NAME
+        from biaslens.models.fake import FAKE_NAMES
 
-        return "fake" if name == "fake" else "embedded" if name == EMBEDDED_NAME else "hf"
+        return "fake" if name in FAKE_NAMES else "embedded" if name == EMBEDDED_NAME else "hf"
     if backend not in MODEL_REGISTRY:
         raise ModelError(f"unknown backend {backend!r}: use auto or one of {', '.join(sorted(MODEL_REGISTRY))}")
     return backend

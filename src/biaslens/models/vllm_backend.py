@@ -194,7 +194,7 @@ def load_vllm(
     """
     from biaslens.models.embedded import EMBEDDED_NAME
 
-    if name == "fake":
+    if name in ("fake", "fake-unbiased"):
         raise ModelError("the fake model has no weights for vLLM to load: use --backend auto with --model fake")
     if name == EMBEDDED_NAME:
         from biaslens.models.embedded import embedded_model_dir

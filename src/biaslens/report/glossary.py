@@ -186,6 +186,19 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "skew of differences": ("Skewness of the paired differences; above 2 in size the t-test is unreliable and "
                             "the median difference is the better reading.", "0"),
     "skew warning": ("Marks a bias type whose differences are heavily skewed (|skew| > 2).", "no warning"),
+    "sign effect": ("Share of phrase pairs in which the dominant group's phrase is likelier minus the share in which "
+                    "the minoritized group's is (untied pairs); negative: the stereotype is likelier for the "
+                    "minoritized group. -0.5: three pairs in four lean that way. Its exact test holds at any skew.",
+                    "0"),
+    "largest |sign effect|": ("The largest |sign effect| over the bias types, with an interval that holds for the "
+                              "largest whichever type holds it; it excludes 0 exactly when the verdict finds bias.",
+                              "0"),
+    "detectable sign effect": ("The smallest sign effect in one bias type that the test detects with 80% power at "
+                               "this size: a larger value means the run could miss a real bias.", "close to 0"),
+    "CI at Holm's level": ("The sign effect's interval at the level Holm's correction over the bias types uses for "
+                           "this type: it excludes 0 exactly when the type is called significant.", "containing 0"),
+    "significant (Holm)": ("Whether the exact sign test finds bias in this type after Holm's correction over the "
+                           "bias types (what the verdict says).", "no"),
     "Welch t": ("t statistic of Welch's test, which ignores the pairing of phrases (a secondary check).", "0"),
     "Welch p": ("p-value of Welch's test, which ignores the pairing of phrases.", "large (no evidence of bias)"),
     "perplexity": ("How surprised the model is by a text: lower means the model finds it more likely.",
@@ -254,7 +267,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
 PATTERNS: list[tuple[str, str]] = [
     (r"simultaneous 95% CI|its simultaneous .*", "simultaneous 95% CI"),
     (r".*95% (CI|interval).*|95% CI, (low|high)|ci (low|high)|interval", "95% CI"),
-    (r"(its |prompt-level )?p \(Holm\)|p holm|p_holm|welch p \(holm\)", "p (Holm)"),
+    (r"(its |prompt-level |sign )?p \(Holm\)|p holm|p_holm|welch p \(holm\)", "p (Holm)"),
     (r"p value|p_value|p-value", "p"),
     (r"(prompt-level )?p \(one-sided\)|p greater", "p (one-sided)"),
     (r"(prompt-level |lmb_)?t(\..+)?|lmb t", "t"),
@@ -283,7 +296,10 @@ PATTERNS: list[tuple[str, str]] = [
     (r"I( |').*", "template share"),
     (r"(mean|median|log-ratio) change", "change"), (r"variance x1000 (before|after|change)", "style variance x1000"),
     (r"mean (before|after)", "mean probability"), (r"(Sympathy|Confusion)( .+)?|percent", "key phrase share, %"), (r"mean gap (before|after)", "gap"),
-    (r"(log-ratio|sign test) p", "p"),
+    (r"(log-ratio|sign test|median sign test) p", "p"),
+    (r"sign[ _]effect(\..+| before| after| change)?", "sign effect"),
+    (r"largest[ _]abs[ _]sign[ _]effect", "largest |sign effect|"),
+    (r"detectable sign effect.*", "detectable sign effect"), (r"holm p", "p (Holm)"),
     (r"S_AMB(, (lm-eval|HELM))?|s_amb(\..+)?", "S_AMB"), (r"S_DIS(, (lm-eval|HELM))?|s_dis(\..+)?", "S_DIS"),
     (r"S_(AMB|DIS) p \(Holm\)", "p (Holm)"),
     (r"(male|female)-leaning, %", "gender-leaning, %"), (r"sentiment, mean", "sentiment"),
@@ -324,6 +340,7 @@ NOT_METRICS: set[str] = {
     "answering", "dataset", "selection", "test",
     # bold
     "bold", "domain", "group", "page", "pages", "pages a / b", "score", "decoding",
+    "untied pairs", "minoritized likelier", "dominant likelier", "pairs that changed side",
 }
 
 

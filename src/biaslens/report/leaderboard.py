@@ -21,8 +21,10 @@ from biaslens.report.html import (
 )
 
 PROCEDURE = ("Which differences are distinguishable: per method, Bonferroni-simultaneous 95% intervals of every "
-             "pairwise difference among the comparable models (m pairs, each at level 1 - 0.05/m), with each model's "
-             "standard error read off the half of its own 95% interval that faces the other model, and the ratio "
+             "pairwise difference of the ranked quantity (the headline, or its distance from the ideal where no "
+             "direction is better) among the comparable models (m pairs, each at level 1 - 0.05/m), compared paired on "
+             "the items both cards scored where they keep them, else with each model's standard error read off the half "
+             "of its own interval that faces the other model, at that interval's level, and the ratio "
              "referred to Student's t with the degrees of freedom of the units the intervals rest on (descriptors, "
              "keywords, template pairs; the smaller of the two). The chance of calling any pair different when no two models differ is at most about 5% per method (valid for independent "
              "estimates, conservative for estimates made on the same items). A pair whose intervals overlap can "

@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 
 from biaslens.report.compare import grouped_bars, perplexity_bars
-from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
+from biaslens.report.html import (
+    Section,
+    Table,
+    figure_from_matplotlib,
+    interval_text,
+    intervals,
+    render_report,
+    subplots,
+)
 
 
 def t_value_figure(lmb: pd.DataFrame):
@@ -45,10 +53,24 @@ def largest_gaps(pairs: pd.DataFrame, n: int = 40) -> pd.DataFrame:
     return pairs.loc[order, cols]
 
 
-def lmb_tables(lmb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The LMB results as two tables that fit the page: the test, its effect size and the median
-    difference with their intervals; then the robustness checks."""
+def lmb_tables(lmb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The LMB results as three tables that fit the page: the verdict's sign test (Holm over the
+    bias types); the paper's t-test with its effect size and the median difference with their
+    intervals; then the robustness checks."""
     key = lmb[["bias_type", "view"]]
+    verdict = key.copy()
+    verdict["untied pairs"] = lmb["n_pos"] + lmb["n_neg"]
+    verdict["minoritized likelier"] = lmb["n_neg"]
+    verdict["dominant likelier"] = lmb["n_pos"]
+    verdict["sign effect"] = lmb["sign_effect"]
+    verdict["95% CI"] = intervals(lmb["sign_ci_low"], lmb["sign_ci_high"])
+    verdict["p"] = lmb["sign_p"]
+    if "sign_p_holm" in lmb.columns:
+        verdict["Holm p"] = lmb["sign_p_holm"]
+        verdict["CI at Holm's level"] = [f"{interval_text(a, b)} ({lv:.2%})" if pd.notna(lv) else ""
+                                         for a, b, lv in zip(lmb["sign_holm_ci_low"], lmb["sign_holm_ci_high"],
+                                                             lmb["sign_holm_level"])]
+        verdict["significant (Holm)"] = lmb["sign_significant"]
     shown = pd.concat([key, lmb[["source", "n_pairs", "t", "p", "stars", "significant", "cohens_d"]]], axis=1)
     shown["d 95% CI"] = intervals(lmb["d_ci_low"], lmb["d_ci_high"])
     shown["median_diff"] = lmb["median_diff"]
@@ -57,20 +79,36 @@ def lmb_tables(lmb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     checks["d 95% CI (BCa)"] = intervals(lmb["d_ci_bca_low"], lmb["d_ci_bca_high"])
     checks = pd.concat([checks, lmb[["diff_skew", "skew_warning", "welch_t", "welch_p", "mean_minoritized",
                                      "mean_dominant", "n_outliers", "n_missing"]]], axis=1)
-    return shown, checks
+    return verdict, shown, checks
 
 
 def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
     """The whole report.html of a RedditBias run."""
     # two tables that fit the page rather than one of 24 columns that scrolls sideways
-    shown, checks = lmb_tables(lmb)
+    verdict, shown, checks = lmb_tables(lmb)
+    overview = metrics.get("overview") or {}
     sections = [
         Section(
-            "Language Model Bias (LMB)",
+            "Verdict: the sign test of every bias type",
+            "Per bias type, the share of phrase pairs in which the minoritized group's phrase is likelier (lower "
+            "perplexity) against the share in which the dominant group's is: the sign effect P(ppl_min > ppl_dom) - "
+            "P(ppl_min < ppl_dom) over untied pairs (< 0: the stereotype likelier for the minoritized group). The "
+            "exact sign test and its Clopper-Pearson interval hold at any skew of the perplexity differences, which "
+            "the paper's t-test does not. The verdict corrects for testing every bias type (Holm); each type's "
+            "interval at Holm's level excludes 0 exactly when Holm calls it significant, and the headline, the "
+            "largest |sign effect|, has an interval simultaneous over the types.",
+            metrics={"verdict": overview.get("verdict"), "detectable sign effect (80% power, any one type)":
+                     overview.get("detectable"), "alpha": metrics.get("alpha")},
+            tables=[Table("Sign test per bias type and view", verdict,
+                          "95% CI: per type, not corrected; Holm p and the CI at Holm's level: corrected over the "
+                          "bias types of the target view.")]),
+        Section(
+            "Language Model Bias (LMB): the paper's t-test",
             "For each bias type, every stereotypical phrase about the minoritized group is paired with the same "
             "phrase about the dominant group (target view), or with the phrase whose stereotypical attribute is "
             "swapped for a positive one (attribute view). A paired t-test compares their perplexities, minoritized "
-            "(or stereotypical) side first: t < 0 means the model finds the stereotype likelier. Cohen's d is the "
+            "(or stereotypical) side first: t < 0 means the model finds the stereotype likelier. It is the paper's "
+            "test, uncorrected for the bias types, and it assumes roughly normal differences. Cohen's d is the "
             "paired d_z (mean difference / sd of differences) with its 95% interval from the t distribution "
             "(excludes 0 exactly when p < .05) and a BCa bootstrap interval. Perplexity differences are often "
             "heavily skewed: 'skew warning' marks |skew| > 2, where the median difference and its "
@@ -120,9 +158,10 @@ def render(*, pairs: pd.DataFrame, lmb: pd.DataFrame, metrics: dict[str, Any], r
     return render_report(title=f"RedditBias LMB: {metrics.get('model')}", run=run, sections=sections)
 
 
-REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type, minoritized group first: t < 0 means the "
-                    "stereotype is likelier for the minoritized group; debiasing should move t towards 0 (or above) "
-                    "without raising the LM perplexity much.")
+REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type (the paper's), minoritized group first: t < 0 "
+                    "means the stereotype is likelier for the minoritized group; debiasing should move t towards 0 "
+                    "(or above) without raising the LM perplexity much. The change against the first model is "
+                    "judged by the share of phrase pairs that lean each way (an exact test at any skew).")
 
 
 def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
@@ -136,7 +175,10 @@ def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
     tables = [Table("t-value per bias type", t), Table("LM perplexity", ppl)]
     if changes is not None and len(changes):
         tables.append(Table("Change against the first model, same phrase pairs", changes,
-                            "Per phrase pair, the gap ppl_minoritized - ppl_dominant in each model; paired t-test "
-                            "of after vs before over the pairs, with the median change and its distribution-free "
-                            "interval. \"towards 0\" = the mean gap shrank significantly (alpha 0.05)."))
+                            "Per phrase pair, the gap ppl_minoritized - ppl_dominant in each model. The verdict: the "
+                            "change in the sign effect (the share of pairs leaning each way), by the exact sign test "
+                            "of the pairs that changed side, with its interval (conditional on how many changed); "
+                            "\"towards 0\" = the sign effect moved significantly towards 0 (alpha 0.05). Beside "
+                            "it, the paper-style paired t-test of the mean gap, the median change with its "
+                            "distribution-free interval, and the log-ratio change."))
     return Section("RedditBias: bias and perplexity", REDDITBIAS_INTRO, tables=tables, figures=figures)
