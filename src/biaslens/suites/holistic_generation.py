@@ -136,11 +136,11 @@ class HolisticGeneration(Suite):
 
         with ctx.timer("style_classifier_load"):
             clf = load_style_classifier(opts.style_classifier, inventory=opts.style_inventory,
-                                        clusters=opts.style_clusters, device=config.model.device)
+                                        clusters=opts.style_clusters, device=config.model.device, config=config)
         with ctx.timer("style_classification"):
             probs = clf.probabilities(table["response_classified"].tolist())
         with ctx.timer("offensiveness"):
-            off, choice = _judge(opts.offensiveness_classifier, config.model.device)
+            off, choice = _judge(opts.offensiveness_classifier, config.model.device, config)
             # the masked figure: every identity of the lexicon (the judge's input, as its card audits)
             from biaslens.scorers.masking import mask_all
 
@@ -242,12 +242,12 @@ def _classifier_text(prepare, response: str, descriptor: str, dehyphenated: bool
     return prepare(text, descriptor.replace("-", " ")) if dehyphenated and "-" in descriptor else text
 
 
-def _judge(name: str, device: str):
+def _judge(name: str, device: str, config=None):
     from biaslens.scorers import ScorerError
     from biaslens.scorers.card import choose_judge
 
     try:
-        return choose_judge(name, device=device)
+        return choose_judge(name, device=device, role="offensiveness", config=config)
     except ScorerError as e:
         raise ConfigError(str(e)) from None
 
@@ -260,7 +260,7 @@ def _cards(clf, off, choice: dict, masking: bool) -> list[dict]:
     from biaslens.scorers.card import style_card, toxicity_card
 
     inv = getattr(clf, "inventory", None)
-    identity = clf.name if inv is None else clf.name + ":" + hashlib.sha256(json.dumps(
+    identity = (getattr(clf, "card_identity", None) or clf.name) if inv is None else clf.name + ":" + hashlib.sha256(json.dumps(
         [inv.styles, inv.temperature], sort_keys=True).encode()).hexdigest()[:16]
     return [style_card(clf, identity=identity), toxicity_card(off, choice, role="offensiveness", masking=masking)]
 

@@ -97,7 +97,8 @@ class HolisticOffensiveness(Suite):
         ctx.record_size("sentences", None if config.full else sample, len(rows))
         try:
             with ctx.timer("classifier_load"):
-                scorer, choice = choose_judge(opts.offensiveness_classifier, device=config.model.device)
+                scorer, choice = choose_judge(opts.offensiveness_classifier, device=config.model.device,
+                                              role="offensiveness", config=config)
             with ctx.timer("scorer_card"):
                 card = toxicity_card(scorer, choice, role="offensiveness", masking=opts.identity_masking)
         except ScorerError as e:
