@@ -15,8 +15,8 @@ import pytest
 
 from biaslens.api import run
 from biaslens.scorers import card as card_mod
-from biaslens.scorers.base import ScorerError
 from biaslens.scorers import masking, styles
+from biaslens.scorers.base import ScorerError
 from biaslens.scorers.card import binary_accuracy, choose_judge, cluster_accuracy, identity_gap, load_labelled
 from biaslens.scorers.masking import mask_identity
 
