@@ -16,7 +16,7 @@ card per classifier into run.json, metrics.json and the report. Cards are cached
 identity in the user cache, so the audit runs on every run at almost no cost.
 
 Also here: the automatic choice of the toxicity/offensiveness judge (``"auto"``): a configured
-Hugging Face classifier, else Detoxify, else the offline lexical screen, with the reason recorded.
+Hugging Face classifier, else Detoxify, else the offline trained head, with the reason recorded.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def choose_judge(requested: str = AUTO, *, label: str | None = None, device: str
 def load_offensiveness_scorer(name: str = "alt-profanity-check", **kw):
     """'auto' (see :func:`choose_judge`), 'toxicity-head' (offline), 'alt-profanity-check'
     (offline) or a Hugging Face classifier id/path."""
-    if name in ("toxicity-head", "offensiveness-head"):
+    if name in ("toxicity-head", "offensiveness-head", "default"):
         from biaslens.scorers.toxicity_head import ToxicityHead
 
         return ToxicityHead()
@@ -105,6 +105,6 @@ def load_offensiveness_scorer(name: str = "alt-profanity-check", **kw):
         return choose_judge(name, device=kw.get("device", "cpu"))[0]
     from biaslens.scorers.classifiers import HFTextClassifier, ProfanityCheck
 
-    if name in ("alt-profanity-check", "profanity-check", "default"):
+    if name in ("alt-profanity-check", "profanity-check"):
         return ProfanityCheck()
     return HFTextClassifier(name, **kw)
