@@ -83,6 +83,19 @@ def skill_only_card(role: str, judge: str, config) -> dict:
             "skill_verdict": skill_verdict(skill, role, scorer.name), "identity_audit": None}
 
 
+def ship(identity: str) -> None:
+    """Copy the card just measured (user cache) into the package's recorded cards."""
+    from biaslens.paths import cache_dir
+    from biaslens.scorers.card import SHIPPED_CARDS, card_key
+
+    key = card_key(identity)
+    measured = json.loads((cache_dir() / "scorer-cards" / f"{key}.json").read_text(encoding="utf-8"))
+    path = Path(__file__).parents[1] / "src" / "biaslens" / "scorers" / "data" / SHIPPED_CARDS
+    cards = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    cards[key] = {**measured, "identity": identity}
+    path.write_text(json.dumps(cards, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     from biaslens.config import RunConfig
     from biaslens.scorers.card import _labels_digest, sentiment_card, style_card, toxicity_card
@@ -93,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--roles", default="offensiveness,toxicity")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--config", type=Path, default=None, help="run configuration YAML (its judge section)")
+    ap.add_argument("--ship", action="store_true", help=(
+        "also record the full cards in src/biaslens/scorers/data/judge_figures/cards.json, which runs read instead "
+        "of measuring again (for judges shipped with biaslens)"))
     ap.add_argument("--skill-only", action="store_true", help=(
         "only the skill on the test halves (inputs masked as the runs mask them), no identity audit: for slow judges"))
     args = ap.parse_args(argv)
@@ -106,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         elif role in ("toxicity", "offensiveness"):
             scorer, choice = choose_judge(args.judge, role=role, config=config)
             card = toxicity_card(scorer, choice, role=role, masking=True)
+            if args.ship:
+                ship(f"judge:{role}:{getattr(scorer, 'card_identity', None) or scorer.name}")
         else:
             from biaslens.scorers.model_judge import load_model_judge
 

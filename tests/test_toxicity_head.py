@@ -85,3 +85,18 @@ def test_recorded_test_half_figures_have_intervals_and_are_quoted_in_the_docs():
     assert rec["roles"]["offensiveness"]["skill_masked"]["ci"][0] > 0.75  # the target, holistic set
     audit = rec["roles"]["toxicity"]["identity_audit"]
     assert f"{audit['gap_masked']:.3f}" in docs and audit["sets"]["real_replies"]["gap_masked"] <= 0.05
+
+
+def test_runs_read_the_recorded_cards_of_the_shipped_head_instead_of_measuring_again():
+    from biaslens.scorers import card as card_mod
+
+    head = th.ToxicityHead(encoder=_Encoder())  # a stand-in encoder: measuring anew would give other figures
+    rec = json.loads((resources.files("biaslens.scorers") / "data" / "judge_figures" / "toxicity-head.json")
+                     .read_text(encoding="utf-8"))
+    for role in ("offensiveness", "toxicity"):
+        card = card_mod.toxicity_card(head, role=role)
+        assert card["skill"]["value"] == rec["roles"][role]["skill_masked"]["value"]
+        assert card["identity_audit"]["gap_masked"] == rec["roles"][role]["identity_audit"]["gap_masked"]
+        assert "does NOT meet the target" in card["warning"] and card["skill_warning"] is None
+    assert card_mod.card_key("judge:toxicity:" + head.card_identity) in card_mod.shipped_cards()
+    assert card_mod.card_key("judge:toxicity:toxicity-head@another") not in card_mod.shipped_cards()

@@ -332,19 +332,42 @@ def identity_gap(score: Callable[[list[str]], dict[str, np.ndarray]], terms=AUDI
 
 # -- caching ----------------------------------------------------------------------------------
 
-def _cached(identity: str, compute: Callable[[], dict]) -> dict:
-    """A card computed once per classifier identity, labelled set and card version (JSON in the user cache)."""
-    from biaslens.paths import cache_dir
+#: cards of shipped judges measured once and recorded (``scripts/measure_judges.py --ship``), keyed as
+#: the user cache is: a change to the labels, the audit, the masker or the judge makes its key miss
+SHIPPED_CARDS = "judge_figures/cards.json"
 
+
+def card_key(identity: str) -> str:
+    """The cache key of a card: the classifier identity, the labelled sets, the audit, the masker, the version."""
     audit = hashlib.sha256((resources.files("biaslens.scorers") / "data" / AUDIT_FILE).read_bytes()).hexdigest()
     old = hashlib.sha256((resources.files("biaslens.scorers") / "data" / LABELLED_FILE).read_bytes()).hexdigest()
-    key = hashlib.sha256(json.dumps([CARD_VERSION, identity, _labels_digest(), old, AUDIT_TERMS, AUDIT_TEMPLATES,
-                                     audit, MASKER_VERSION]).encode()).hexdigest()[:24]
+    return hashlib.sha256(json.dumps([CARD_VERSION, identity, _labels_digest(), old, AUDIT_TERMS, AUDIT_TEMPLATES,
+                                      audit, MASKER_VERSION]).encode()).hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_cards() -> dict[str, dict]:
+    """The recorded cards of shipped judges (key -> measured part), empty when none are shipped."""
+    ref = resources.files("biaslens.scorers") / "data" / SHIPPED_CARDS
+    try:
+        return json.loads(ref.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _cached(identity: str, compute: Callable[[], dict]) -> dict:
+    """A card computed once per classifier identity, labelled set and card version (JSON in the user
+    cache), or recorded with the package for a shipped judge (the trained head's takes minutes)."""
+    from biaslens.paths import cache_dir
+
+    key = card_key(identity)
     path = cache_dir() / "scorer-cards" / f"{key}.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         pass
+    if key in shipped_cards():
+        return shipped_cards()[key]
     card = compute()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
