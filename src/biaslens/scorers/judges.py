@@ -57,6 +57,7 @@ def choose_judge(requested: str = AUTO, *, label: str | None = None, device: str
     """
     from biaslens.scorers.toxicity import load_toxicity_scorer
 
+    scorer: Any = None
     if requested == "judge" or requested.startswith("judge:"):
         from biaslens.scorers.model_judge import load_model_judge
 
@@ -69,7 +70,6 @@ def choose_judge(requested: str = AUTO, *, label: str | None = None, device: str
         tried = []
     else:
         tried = []
-        scorer = None
         candidates = ([os.environ[HF_JUDGE_ENV]] if os.environ.get(HF_JUDGE_ENV) else []) + ["detoxify:original"]
         for cand in candidates:
             try:
