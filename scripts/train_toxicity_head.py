@@ -56,6 +56,9 @@ from biaslens.scorers.masking import mask_all
 from biaslens.scorers.styles import default_encoder
 from biaslens.scorers.toxicity_head import FEATURES, HEAD_FILE, fit_binary, head_features, raw_features
 
+sys.path.insert(0, str(Path(__file__).parent))
+from train_style_head import folds  # noqa: E402  (the same fixed round-robin folds, per stratum)
+
 SOURCES = {
     "davidson": {"repository": "github.com/t-davidson/hate-speech-and-offensive-language",
                  "commit": "cb50f7e9eb855a99abc51423bf40df0e26d6fe30", "licence": "MIT",
@@ -112,15 +115,6 @@ def read_toxigen(repo: Path) -> tuple[list[str], np.ndarray, str]:
                 groups[p.name.startswith("hate")].add(item)
     texts = sorted(groups[True]) + sorted(groups[False] - groups[True])
     return texts, np.array([1] * len(groups[True]) + [0] * (len(texts) - len(groups[True]))), _sha(blob)
-
-
-def folds(strata: np.ndarray, k: int = FOLDS) -> np.ndarray:
-    """Fold of each item: within each stratum, items in file order dealt round-robin."""
-    out = np.zeros(len(strata), dtype=int)
-    for s in np.unique(strata):
-        idx = np.flatnonzero(strata == s)
-        out[idx] = np.arange(len(idx)) % k
-    return out
 
 
 def best_f1_threshold(logit: np.ndarray, y: np.ndarray) -> tuple[float, float]:
