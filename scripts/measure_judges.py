@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         record["roles"][role] = {"used": card["used"], "kind": card.get("kind"), "skill_verdict": card["skill_verdict"],
                                  **summary(card), "seconds": round(time.perf_counter() - t0, 1)}
         print(card["skill_verdict"], flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        # written after every role: a slow judge's finished roles are kept if a later one is stopped
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 
