@@ -4,8 +4,8 @@
     python scripts/judge_figures.py --only ID[,ID]     # re-measure these judges; the others' entries stay as recorded
     python scripts/judge_figures.py --docs             # only fill the docs from the recorded file
     python scripts/judge_figures.py --check            # exit 1 when a page's figure differs from the file
-    python scripts/judge_figures.py --judge judge:MODEL --roles offensiveness[,toxicity,style,sentiment] \
-        [--config RUN.yaml] [--skill-only] [--out FILE.json]   # any judge, e.g. a language model
+    python scripts/judge_figures.py --judge judge:MODEL --roles offensiveness,toxicity,style,sentiment
+                                    [--config RUN.yaml] [--skill-only] [--out FILE.json]   # any judge
 
 Writes ``src/biaslens/scorers/data/judge_figures.json`` (or ``--out``): per judge, what its scorer
 card measures (skill on the real-output test halves, masked and unmasked where the runs mask,
