@@ -102,8 +102,8 @@ def _remeasure(judge_id: str) -> tuple[dict, dict]:
     return json.loads(json.dumps(made[0])), recorded
 
 
-#: judges whose re-measurement encodes about 3,000 texts with the sentence encoder (tens of seconds
-#: each; the toxicity head also encodes every sentence and scores it twice more: minutes)
+#: judges whose re-measurement encodes about 3,000 texts with the sentence encoder (the toxicity
+#: head also encodes every sentence of them: checked below on its key and one skill figure)
 _ENCODER_JUDGES = {"style-head", "style-zero-shot"}
 _HEAD_JUDGES = {"toxicity-head-offensiveness", "toxicity-head-toxicity"}
 #: the judges the script re-measures (entries added with --judge are kept as measured)
@@ -132,7 +132,7 @@ def test_the_style_judges_still_measure_the_recorded_figures(judge_id):
 
 @pytest.mark.slow
 def test_the_toxicity_head_still_has_its_recorded_key_and_skill():
-    """The head's full card takes minutes; here its key (the head's weights, packages, the sets, the
+    """The head's full card is the slowest to re-measure; here its key (the head's weights, packages, the sets, the
     audit, the masker) and its masked skill on the holistic test half (what the docs lead with)."""
     from biaslens.scorers.card import choose_judge, mask_rows, measure_skill
 
