@@ -1,25 +1,38 @@
-"""Measure the shipped judges on the labelled TEST halves and record the figures (issue #33).
+"""Measure judges on the labelled TEST halves and record the figures in one file (issue #33).
 
-    python scripts/judge_figures.py            # measure, write the file, fill the docs
-    python scripts/judge_figures.py --docs     # only fill the docs from the recorded file
-    python scripts/judge_figures.py --check    # exit 1 when a page's figure differs from the file
+    python scripts/judge_figures.py                    # measure every RECORDED judge, write the file, fill the docs
+    python scripts/judge_figures.py --only ID[,ID]     # re-measure these judges; the others' entries stay as recorded
+    python scripts/judge_figures.py --docs             # only fill the docs from the recorded file
+    python scripts/judge_figures.py --check            # exit 1 when a page's figure differs from the file
+    python scripts/judge_figures.py --judge judge:MODEL --roles offensiveness,toxicity,style,sentiment
+                                    [--config RUN.yaml] [--skill-only] [--out FILE.json]   # any judge
 
-Writes ``src/biaslens/scorers/data/judge_figures.json``: per judge of :data:`RECORDED`, what its
-scorer card measures (skill on the real-output test halves, masked and unmasked where the runs
-mask, with bootstrap intervals; the identity audit), the key of the inputs it was measured with
-(the cards read the recorded figures when their inputs have that key), the package versions,
-and the style head's training record. Then rewrites every ``<!-- fig ... -->`` marker and
-``<!-- figures ... -->`` block of the checked pages (:mod:`biaslens.scorers.figures`).
-Deterministic: the bootstrap is seeded per judge; the same code and data give the same file.
+Writes ``src/biaslens/scorers/data/judge_figures.json`` (or ``--out``): per judge, what its scorer
+card measures (skill on the real-output test halves, masked and unmasked where the runs mask,
+with bootstrap intervals; the identity audit), the key of the inputs it was measured with (the
+cards read the recorded figures when their inputs have that key, so a run never measures a
+recorded judge again), the package versions, and the trained heads' training records. Then
+rewrites every ``<!-- fig ... -->`` marker and ``<!-- figures ... -->`` block of the checked pages
+(:mod:`biaslens.scorers.figures`). Deterministic: the bootstrap is seeded per judge; the same
+code and data give the same figures.
 
-A new judge: add a line to RECORDED (its id, a title and a function that builds its card the
-way the suites do), run this script, and quote its figures in the docs with markers.
+``--judge`` measures any judge a run can name (``toxicity-head``, ``alt-profanity-check``, a
+Hugging Face classifier, ``judge`` / ``judge:<model>`` with the judge section of ``--config``)
+for the given roles and adds its entries (id ``<judge>-<role>``); a full re-measurement keeps
+them as they are. ``--skill-only`` measures only the skill on the test halves (inputs masked as
+the runs mask them), without the identity audit and the unmasked figures: for slow judges; such
+an entry has no key, so no card reads it. Each role is written as soon as it is measured.
+
+A new shipped judge: add a line to RECORDED (its id, a title and a function that builds its card
+the way the suites do), run this script with ``--only <id>``, and quote its figures in the docs
+with markers.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -30,11 +43,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _toxicity(role: str) -> Callable[[], dict]:
+def _toxicity(role: str, name: str = "alt-profanity-check") -> Callable[[], dict]:
     def build() -> dict:
         from biaslens.scorers.card import choose_judge, toxicity_card
 
-        judge, choice = choose_judge("alt-profanity-check")
+        judge, choice = choose_judge(name, role=role)
         return toxicity_card(judge, choice, role=role)
     return build
 
@@ -58,8 +71,12 @@ def _sentiment() -> dict:
 RECORDED: dict[str, tuple[str, Callable[[], dict]]] = {
     "style-head": ("style: the trained head (default)", _style("head")),
     "style-zero-shot": ("style: the zero-shot classifier", _style("zero-shot")),
-    "offensiveness": ("offensiveness: alt-profanity-check (the offline default)", _toxicity("offensiveness")),
-    "toxicity": ("toxicity: alt-profanity-check (the offline default)", _toxicity("toxicity")),
+    "offensiveness": ("offensiveness: alt-profanity-check (the lexical screen, by name)", _toxicity("offensiveness")),
+    "toxicity": ("toxicity: alt-profanity-check (the lexical screen, by name)", _toxicity("toxicity")),
+    "toxicity-head-offensiveness": ("offensiveness: the trained toxicity head (the offline default)",
+                                    _toxicity("offensiveness", "toxicity-head")),
+    "toxicity-head-toxicity": ("toxicity: the trained toxicity head (the offline default)",
+                               _toxicity("toxicity", "toxicity-head")),
     "sentiment": ("sentiment: VADER", _sentiment),
 }
 
@@ -95,32 +112,42 @@ def _packages() -> dict[str, str]:
     return out
 
 
-def measure() -> dict:
-    """Every judge of RECORDED measured afresh (no recorded figure, no cache read)."""
+def _training() -> dict:
+    """The trained heads' training records (inside their shipped ``.npz``): how each was chosen on dev."""
+    from biaslens.scorers import card as card_mod
+    from biaslens.scorers.styles import HEAD_FILE
+    from biaslens.scorers.toxicity_head import HEAD_FILE as TOX_FILE
+
+    data = Path(card_mod.__file__).parent / "data"
+    with np.load(data / HEAD_FILE) as z:
+        style = json.loads(str(z["record"]))
+    with np.load(data / TOX_FILE) as z:
+        tox = json.loads(str(z["record"]))
+    # the embedding alone, over the C grid: what the scalar scores and the ToxiGen sub-head add
+    alone = [r["cv_auroc"] for r in tox["cv"] if r["features"] == ["embedding"]]
+    return {"style-head": {k: style[k] for k in ("trained_on", "cv_folds", "chosen", "zero_shot_dev_balanced_accuracy")},
+            "toxicity-head": {**{k: tox[k] for k in ("trained_on", "cv_folds", "chosen", "C", "features", "dev_items",
+                                                      "threshold_rule", "cv_at_threshold", "cv_f1_at_threshold")},
+                              "embedding_only_cv_auroc": {s: {"min": min(a[s] for a in alone),
+                                                              "max": max(a[s] for a in alone)}
+                                                          for s in ("holistic", "community")}}}
+
+
+def _header(previous: dict | None) -> dict:
+    """The file's own fields, as of now (the judges' entries are added by the caller)."""
     from biaslens import __version__
     from biaslens.metrics.classification import N_BOOT
     from biaslens.scorers import card as card_mod
     from biaslens.scorers.figures import FORMAT_VERSION
     from biaslens.scorers.labelled import LABELLED_BY
-    from biaslens.scorers.styles import HEAD_FILE
 
-    judges = {}
-    for judge_id, (title, build) in RECORDED.items():
-        t0 = time.perf_counter()
-        with card_mod.measuring() as made:
-            card = build()
-        (m,) = made  # one measured card per judge
-        judges[judge_id] = {"title": title, "role": card["role"], "judge": card["used"], "kind": card["kind"],
-                            "masking": card.get("masking"), **m}
-        print(f"{judge_id}: {card['skill_verdict']} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-    with np.load(Path(card_mod.__file__).parent / "data" / HEAD_FILE) as z:  # the head's training record
-        record = json.loads(str(z["record"]))
     return {
         "format_version": FORMAT_VERSION,
-        "what": "What the shipped judges measured on the labelled TEST halves of the real-output sets "
+        "what": "What judges measured on the labelled TEST halves of the real-output sets "
                 f"(src/biaslens/scorers/data/real_output, labelled blind by {LABELLED_BY}): each judge's scorer "
                 "card as computed by biaslens.scorers.card. Written by scripts/judge_figures.py; do not edit by hand. "
-                "A card reads its judge's entry when its inputs have the entry's key.",
+                "A card reads its judge's entry when its inputs have the entry's key (entries measured with "
+                "--skill-only have none).",
         "written_by": "scripts/judge_figures.py",
         "measured_on": time.strftime("%Y-%m-%d"),
         "biaslens_version": __version__,
@@ -129,11 +156,94 @@ def measure() -> dict:
                    "record": "src/biaslens/scorers/data/real_output/labelling.json", "split": "test"},
         "n_boot": N_BOOT,
         "card_version": card_mod.CARD_VERSION,
-        "judges": judges,
-        "training": {"style-head": {k: record[k] for k in ("trained_on", "cv_folds", "chosen",
-                                                            "zero_shot_dev_balanced_accuracy")}},
+        "judges": dict((previous or {}).get("judges") or {}),
+        "training": _training(),
         "history": HISTORY,
     }
+
+
+def _entry(title: str, card: dict, made: list[dict], measured_by: str) -> dict:
+    (m,) = made  # one measured card per judge
+    return {"title": title, "role": card["role"], "judge": card["used"], "kind": card["kind"],
+            "masking": card.get("masking"), "measured_by": measured_by, "measured_on": time.strftime("%Y-%m-%d"), **m}
+
+
+def measure(only: list[str] | None = None, previous: dict | None = None) -> dict:
+    """The judges of RECORDED (``only``: those ids) measured afresh (no recorded figure, no cache
+    read); every other entry of ``previous`` kept as it was."""
+    from biaslens.scorers import card as card_mod
+
+    record = _header(previous)
+    for judge_id in only or list(RECORDED):
+        title, build = RECORDED[judge_id]
+        t0 = time.perf_counter()
+        with card_mod.measuring() as made:
+            card = build()
+        record["judges"][judge_id] = _entry(title, card, made, "scripts/judge_figures.py")
+        print(f"{judge_id}: {card['skill_verdict']} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    for judge_id, (title, _) in RECORDED.items():  # titles are RECORDED's, also of entries kept
+        if judge_id in record["judges"]:
+            record["judges"][judge_id]["title"] = title
+    # the shipped judges first, in RECORDED's order, then the others as they were added
+    order = [j for j in RECORDED if j in record["judges"]] + [j for j in record["judges"] if j not in RECORDED]
+    record["judges"] = {j: record["judges"][j] for j in order}
+    return record
+
+
+def judge_id(spec: str, role: str) -> str:
+    """The entry id of judge ``spec`` in ``role`` (letters, digits, ``_`` and ``-`` only: docs quote it).
+
+    >>> judge_id("judge:smollm2-135m", "offensiveness")
+    'judge-smollm2-135m-offensiveness'
+    """
+    return re.sub(r"[^\w-]+", "-", spec).strip("-") + "-" + role
+
+
+def measure_any(spec: str, role: str, config, skill_only: bool) -> tuple[str, dict]:
+    """(id, entry) of any judge a run can name, in ``role``: its full card (as every run computes
+    it), or with ``skill_only`` the skill on the test half alone (inputs masked as the runs mask)."""
+    from biaslens.scorers import card as card_mod
+
+    measured_by = f"scripts/judge_figures.py --judge {spec} --roles {role}" + (" --skill-only" if skill_only else "")
+    from biaslens.suites.judge_model import load_model_judge, model_judge_loader
+
+    if role in ("toxicity", "offensiveness"):
+        scorer, choice = card_mod.choose_judge(spec, role=role, model_judge=model_judge_loader(config))
+    elif role == "style":
+        from biaslens.scorers.styles import load_style_classifier
+
+        scorer = load_style_classifier(spec, model_judge=model_judge_loader(config))
+    elif spec == "vader":
+        from biaslens.scorers.sentiment import VaderSentiment
+
+        scorer = VaderSentiment()
+    else:
+        scorer = load_model_judge(role, spec, config=config)
+    if skill_only:
+        from biaslens.scorers.styles import prepare_response, top_clusters
+
+        if role in ("toxicity", "offensiveness"):
+            name, skill = "skill_masked", card_mod.measure_skill(
+                role, lambda rows: scorer.probability(card_mod.mask_rows(rows)))
+        elif role == "style":
+            name, skill = "skill", card_mod.measure_skill(role, lambda rows: top_clusters(scorer.probabilities(
+                [prepare_response(r["response"], r.get("descriptor")) for r in rows]), scorer.styles, scorer.clusters))
+        else:
+            name, skill = "skill", card_mod.measure_skill(role, lambda rows: list(scorer.labels(
+                [r["response"] for r in rows])))
+        return judge_id(spec, role), {
+            "title": f"{role}: {scorer.name} (skill only)", "role": role, "judge": scorer.name,
+            "kind": getattr(scorer, "kind", None), "masking": role != "sentiment", "measured_by": measured_by,
+            "measured_on": time.strftime("%Y-%m-%d"), "skill_only": True, "identity": None,
+            "fingerprint": card_mod.judge_fingerprint(scorer), "key": None, "measured": {name: skill}}
+    with card_mod.measuring() as made:
+        if role in ("toxicity", "offensiveness"):
+            card = card_mod.toxicity_card(scorer, choice, role=role)
+        elif role == "style":
+            card = card_mod.style_card(scorer)
+        else:
+            card = card_mod.sentiment_card(scorer)
+    return judge_id(spec, role), _entry(f"{role}: {card['used']}", card, made, measured_by)
 
 
 def fill_docs(check: bool) -> int:
@@ -157,19 +267,52 @@ def fill_docs(check: bool) -> int:
     return 1 if bad else 0
 
 
+def _write(path: Path, record: dict) -> None:
+    from biaslens.fileio import write_atomic
+    from biaslens.scorers.figures import load_figures
+
+    write_atomic(path, json.dumps(record, indent=1, sort_keys=False, ensure_ascii=False) + "\n")
+    load_figures.cache_clear()
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from biaslens.scorers.figures import figures_path
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--docs", action="store_true", help="only fill the docs from the recorded file")
     ap.add_argument("--check", action="store_true", help="only check the docs against the recorded file")
+    ap.add_argument("--only", default=None, help=f"re-measure only these RECORDED judges ({', '.join(RECORDED)})")
+    ap.add_argument("--judge", default=None, help="measure this judge (any name a run accepts, e.g. judge:MODEL)")
+    ap.add_argument("--roles", default="offensiveness,toxicity", help="--judge: its roles, comma-separated")
+    ap.add_argument("--config", type=Path, default=None, help="--judge: a run configuration YAML (its judge section)")
+    ap.add_argument("--skill-only", action="store_true", help=(
+        "--judge: only the skill on the test halves, no identity audit or unmasked figures (for slow judges)"))
+    ap.add_argument("--out", type=Path, default=None, help="the file to write (default: the shipped one)")
     args = ap.parse_args(argv)
-    if not (args.docs or args.check):
-        from biaslens.fileio import write_atomic
-        from biaslens.scorers.figures import figures_path, load_figures
+    out = args.out or figures_path()
+    if args.docs or args.check:
+        return fill_docs(check=args.check)
+    previous = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else None
+    if args.judge:
+        from biaslens.config import RunConfig
 
-        write_atomic(figures_path(), json.dumps(measure(), indent=1, sort_keys=False, ensure_ascii=False) + "\n")
-        load_figures.cache_clear()
-        print(f"wrote {figures_path()}", file=sys.stderr)
-    return fill_docs(check=args.check)
+        config = RunConfig.from_yaml(args.config) if args.config else None
+        record = _header(previous)
+        for role in args.roles.split(","):
+            t0 = time.perf_counter()
+            jid, entry = measure_any(args.judge, role.strip(), config, args.skill_only)
+            record["judges"][jid] = entry
+            print(f"{jid}: measured in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            _write(out, record)  # after every role: a slow judge's finished roles are kept
+    else:
+        only = [j.strip() for j in args.only.split(",")] if args.only else None
+        unknown = [j for j in only or [] if j not in RECORDED]
+        if unknown:
+            ap.error(f"--only: {', '.join(unknown)} not in RECORDED ({', '.join(RECORDED)})")
+        _write(out, measure(only, previous))
+    return fill_docs(check=False) if out == figures_path() else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""holistic-offensiveness: sentences scored by alt-profanity-check, Tables 12/13, classifier audit."""
+"""holistic-offensiveness: sentences scored by the offline judge (auto: the trained head), Tables 12/13, classifier audit."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_run_folder_and_tables(off_run):
                  "classifier_audit.parquet", "metrics.json", "report.html"):
         assert (out / name).exists(), name
     m = off_run.metrics
-    assert m["classifier"] == "alt-profanity-check" and 0 <= m["percent_offensive"] <= 100
+    assert m["classifier"] == "toxicity-head" and 0 <= m["percent_offensive"] <= 100  # auto, offline: the trained head
     t13 = pd.read_parquet(out / "template_offensiveness.parquet")
     assert list(t13["std_offensiveness"]) == sorted(t13["std_offensiveness"], reverse=True)
     # "I hate ..." is among the sampled templates and more offensive than "I love ..."

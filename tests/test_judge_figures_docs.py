@@ -86,23 +86,31 @@ def _same(a, b, path="") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
-def _remeasure(judge_id: str) -> tuple[dict, dict]:
+def _script():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("judge_figures", ROOT / "scripts" / "judge_figures.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
+    return script
+
+
+def _remeasure(judge_id: str) -> tuple[dict, dict]:
     with card_mod.measuring() as made:
-        script.RECORDED[judge_id][1]()
+        _script().RECORDED[judge_id][1]()
     recorded = fig.load_figures()["judges"][judge_id]
     return json.loads(json.dumps(made[0])), recorded
 
 
-#: judges whose re-measurement encodes about 3,000 texts with the sentence encoder (tens of seconds each)
+#: judges whose re-measurement encodes about 3,000 texts with the sentence encoder (the toxicity
+#: head also encodes every sentence of them: checked below on its key and one skill figure)
 _ENCODER_JUDGES = {"style-head", "style-zero-shot"}
+_HEAD_JUDGES = {"toxicity-head-offensiveness", "toxicity-head-toxicity"}
+#: the judges the script re-measures (entries added with --judge are kept as measured)
+_SHIPPED = sorted(set(_script().RECORDED) & set(fig.load_figures()["judges"]))
 
 
-@pytest.mark.parametrize("judge_id", sorted(set(fig.load_figures()["judges"]) - _ENCODER_JUDGES))
+@pytest.mark.parametrize("judge_id", sorted(set(_SHIPPED) - _ENCODER_JUDGES - _HEAD_JUDGES))
 def test_the_code_still_measures_the_recorded_figures(judge_id):
     """The file cannot go stale unseen: every recorded judge re-measured here gives the recorded key and
     every recorded figure (a change to a judge, the masker or the sets fails until the script is re-run)."""
@@ -120,6 +128,51 @@ def test_the_style_judges_still_measure_the_recorded_figures(judge_id):
     # the sentence encoder's float noise may move an audit mean in the 7th decimal; skill figures are exact
     assert not [d for d in diff if not d.startswith(".identity_audit")]
     assert all(abs(float(d.split(": ")[1].split(" != ")[0]) - float(d.split(" != ")[1])) < 1e-6 for d in diff)
+
+
+@pytest.mark.slow
+def test_the_toxicity_head_still_has_its_recorded_key_and_skill():
+    """The head's full card is the slowest to re-measure; here its key (the head's weights, packages, the sets, the
+    audit, the masker) and its masked skill on the holistic test half (what the docs lead with)."""
+    from biaslens.scorers.card import choose_judge, mask_rows, measure_skill
+
+    head, _ = choose_judge("toxicity-head", role="offensiveness")
+    recorded = fig.load_figures()["judges"]["toxicity-head-offensiveness"]
+    key = card_mod.card_key(recorded["identity"], card_mod.judge_fingerprint(head))
+    assert recorded["identity"] == "judge:offensiveness:" + head.card_identity
+    assert key == recorded["key"], "inputs changed: run `python scripts/judge_figures.py --only toxicity-head-...`"
+    skill = measure_skill("offensiveness", lambda rows: head.probability(mask_rows(rows)))
+    diff = _same(json.loads(json.dumps(skill)), recorded["measured"]["skill_masked"])
+    assert all(abs(float(d.split(": ")[1].split(" != ")[0]) - float(d.split(" != ")[1])) < 1e-6 for d in diff), diff
+
+
+def test_the_one_script_measures_any_judge_into_a_file_of_the_same_layout(tmp_path):
+    """--judge: any judge a run can name, in any role, with the shipped judges' key and figures when it is
+    one of them; --skill-only entries have no key, so no card reads them."""
+    script = _script()
+    out = tmp_path / "figures.json"
+    assert script.main(["--judge", "alt-profanity-check", "--roles", "offensiveness", "--out", str(out)]) == 0
+    assert script.main(["--judge", "vader", "--roles", "sentiment", "--skill-only", "--out", str(out)]) == 0
+    made = json.loads(out.read_text("utf-8"))
+    assert made["format_version"] == fig.FORMAT_VERSION and made["labels"]["labelled_by"] == "language-model annotators"
+    entry, recorded = made["judges"]["alt-profanity-check-offensiveness"], fig.load_figures()["judges"]["offensiveness"]
+    assert entry["key"] == recorded["key"] and not _same(entry["measured"], recorded["measured"])
+    assert "--judge alt-profanity-check" in entry["measured_by"]
+    vader = made["judges"]["vader-sentiment"]
+    assert vader["key"] is None and vader["skill_only"] and set(vader["measured"]) == {"skill"}
+    assert not _same(vader["measured"]["skill"], fig.load_figures()["judges"]["sentiment"]["measured"]["skill"])
+    assert script.judge_id("judge:Qwen/Qwen2.5-7B", "style") == "judge-Qwen-Qwen2-5-7B-style"
+
+
+def test_re_measuring_one_judge_keeps_every_other_entry(monkeypatch):
+    script = _script()
+    before = fig.load_figures()
+    after = script.measure(["sentiment"], before)
+    assert list(after["judges"]) == list(before["judges"])  # the shipped judges first, then the others
+    for judge_id, entry in before["judges"].items():
+        assert not _same(after["judges"][judge_id]["measured"], entry["measured"]), judge_id
+        if judge_id != "sentiment":
+            assert after["judges"][judge_id] == entry
 
 
 def test_cards_read_the_recorded_figures_and_measure_any_other_judge(monkeypatch):
@@ -150,7 +203,9 @@ def test_the_recorded_file_says_what_it_rests_on():
         m = entry["measured"]
         skills = [v for k, v in m.items() if k.startswith("skill")]
         assert skills and all(s["split"] == "test" and s["status"] == "measured" for s in skills)
-        assert "identity_audit" in m
+        # a card reads an entry by its key: only a full card has one
+        assert ("identity_audit" in m) == bool(entry["key"]) == (not entry.get("skill_only"))
+    assert set(_SHIPPED) == set(_script().RECORDED)  # every shipped judge is recorded
 
 
 # -- who labelled ---------------------------------------------------------------------------------

@@ -66,17 +66,31 @@ def test_entries_are_marked_from_the_cards_by_the_suites_declaration():
 
 @pytest.fixture(scope="module")
 def offensiveness_run(tmp_path_factory):
-    """One holistic-offensiveness run on the offline judge (no skill), on the CLI, and the same with --json."""
+    """One holistic-offensiveness run on the lexical screen (named: the judge without measured skill), on
+    the CLI, the same with --json, and one on the default judge ("default": auto, offline the trained head)."""
     tmp = tmp_path_factory.mktemp("off")
     runner = CliRunner()
     out = {}
-    for flag in ("", "--json"):
+    for flag in ("", "--json", "default"):
         folder = tmp / f"run{flag}"
-        r = runner.invoke(app, ["run", "holistic-offensiveness", "--sample", "300", "--out", str(folder),
-                                *([flag] if flag else [])], env={"COLUMNS": "200"})
+        judge = [] if flag == "default" else ["--offensiveness-classifier", "alt-profanity-check"]
+        r = runner.invoke(app, ["run", "holistic-offensiveness", "--sample", "300", "--out", str(folder), *judge,
+                                *([flag] if flag.startswith("--") else [])], env={"COLUMNS": "200"})
         assert r.exit_code == 0, r.output
         out[flag] = (folder, r)
     return out
+
+
+def test_the_default_judge_has_measured_skill_and_its_numbers_no_caveat(offensiveness_run):
+    """Offline, auto picks the trained head, whose card (read from the recorded figures) shows skill in
+    ranking and at its threshold: the counts resting on it carry no caveat."""
+    folder, r = offensiveness_run["default"]
+    m = json.loads((folder / "metrics.json").read_text())
+    entries = {e["name"]: e for e in m["entries"]}
+    for name in ("percent_offensive", "mean_offensiveness"):
+        assert entries[name]["judge"] == "toxicity-head" and entries[name]["judge_has_skill"] is True
+    assert NO_SKILL_NOTE not in m["verdict"] and NO_SKILL_NOTE not in r.stdout
+    assert not any(w.startswith("NO MEASURED SKILL") for w in m["warnings"])
 
 
 def test_metrics_json_and_the_verdict_say_it(offensiveness_run):

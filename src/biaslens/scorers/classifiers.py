@@ -1,5 +1,6 @@
-"""Offensiveness/toxicity classifiers: offline ``alt-profanity-check`` by default, any
-Hugging Face text-classification model as an option."""
+"""Offensiveness/toxicity classifiers: the offline lexical screen ``alt-profanity-check`` (the
+HolisticBias paper's classifier stand-in; the trained head of :mod:`biaslens.scorers.toxicity_head`
+is the offline default) and any Hugging Face text-classification model."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """The judges' recorded figures (issue #33): one versioned file that the scorer cards read and the
 docs quote.
 
-``scorers/data/judge_figures.json`` holds what each shipped judge measured on the labelled TEST
-halves of the real-output sets (its skill, unmasked and masked where the runs mask, and its identity
-audit), written by ``scripts/judge_figures.py`` and nothing else. Each entry carries the
+``scorers/data/judge_figures.json`` holds what each shipped judge (and any other judge measured
+with the script's ``--judge``) measured on the labelled TEST halves of the real-output sets (its
+skill, unmasked and masked where the runs mask, and its identity audit), written by
+``scripts/judge_figures.py`` and nothing else. Each entry carries the
 :func:`~biaslens.scorers.card.card_key` of the inputs it was measured with; a scorer card whose
 inputs have that key reads the recorded measurement (:func:`recorded_measurement`) instead of
 measuring again, so a report and the docs quote the same numbers.
@@ -25,7 +26,8 @@ hand) is a problem too, so a figure cannot go stale unseen.
 
 A new judge adds its figures by adding one entry to :data:`RECORDED` in
 ``scripts/judge_figures.py`` (how to build its card) and running the script; docs then quote it
-with markers and, if it belongs in the summary table, a line in :data:`SKILL_TABLE`.
+with markers and, if it belongs in the summary tables, a line in :data:`SKILL_TABLE` /
+:data:`AUDIT_TABLE` (/ :data:`THRESHOLD_TABLE`).
 """
 
 from __future__ import annotations
@@ -47,21 +49,34 @@ FORMAT_VERSION = 1
 SKILL_TABLE = (
     ("style-head", "skill", "style: trained head (default), lexicon masking"),
     ("style-zero-shot", "skill", "style: zero-shot (61 styles + rules), lexicon masking"),
-    ("offensiveness", "skill_masked", "offensiveness: alt-profanity-check, masked (default)"),
+    ("toxicity-head-offensiveness", "skill_masked", "offensiveness: trained toxicity head, masked (offline default)"),
+    ("toxicity-head-offensiveness", "skill_unmasked", "offensiveness: trained toxicity head, unmasked"),
+    ("offensiveness", "skill_masked", "offensiveness: alt-profanity-check (lexical screen, by name), masked"),
     ("offensiveness", "skill_unmasked", "offensiveness: alt-profanity-check, unmasked"),
-    ("toxicity", "skill_masked", "toxicity: alt-profanity-check, masked (default)"),
+    ("toxicity-head-toxicity", "skill_masked", "toxicity: trained toxicity head, masked (offline default)"),
+    ("toxicity-head-toxicity", "skill_unmasked", "toxicity: trained toxicity head, unmasked"),
+    ("toxicity", "skill_masked", "toxicity: alt-profanity-check (lexical screen, by name), masked"),
     ("toxicity", "skill_unmasked", "toxicity: alt-profanity-check, unmasked"),
     ("sentiment", "skill", "sentiment: VADER (+-0.05 cut-offs)"),
 )
+#: (judge id, which skill, row label) of the table of scores at their threshold in docs/scorers.md
+THRESHOLD_TABLE = (
+    ("toxicity-head-offensiveness", "skill_masked", "holistic offensive"),
+    ("toxicity-head-toxicity", "skill_masked", "community toxic"),
+    ("toxicity-head-offensiveness", "skill_unmasked", "holistic, unmasked"),
+    ("toxicity-head-toxicity", "skill_unmasked", "community, unmasked"),
+)
 #: (judge id, row label) of the identity-audit table in docs/scorers.md
 AUDIT_TABLE = (
-    ("offensiveness", "alt-profanity-check (default without Detoxify), lexicon masking"),
+    ("toxicity-head-offensiveness", "trained toxicity head (default without Detoxify), lexicon masking"),
+    ("offensiveness", "alt-profanity-check (the paper stand-in, by name), lexicon masking"),
     ("sentiment", "VADER compound (runs score it unmasked)"),
     ("style-zero-shot", "zero-shot style classifier, lexicon masking (as runs mask style inputs)"),
     ("style-head", "trained style head (default), lexicon masking"),
 )
 #: the pages whose judge figures must come from the file
-CHECKED_DOCS = ("README.md", "docs", "src/biaslens/scorers/data/real_output/README.md")
+CHECKED_DOCS = ("README.md", "docs", "src/biaslens/scorers/data/real_output/README.md",
+                "src/biaslens/scorers/data/toxicity_head.md")
 
 
 def figures_path() -> Path:
@@ -102,7 +117,7 @@ def _lookup(spec: str, figures: dict[str, Any]) -> tuple[Any, dict | None, str]:
     parent, last = None, None
     for part in path.split(".") if path else []:
         parent, last = node, part
-        node = node[part]
+        node = node[int(part)] if isinstance(node, list) else node[part]  # "ci.0": an interval's lower bound
     return node, parent, last or ""
 
 
@@ -145,6 +160,12 @@ def format_figure(spec: str, fmt: str = "", figures: dict[str, Any] | None = Non
 
 # -- generated tables ---------------------------------------------------------------------------
 
+def _majority(s: dict[str, Any]) -> str:
+    """The majority class as a reader says it: "not offensive" rather than False."""
+    m = s["majority_class"]
+    return str(m) if not isinstance(m, bool) else (s["field"] if m else f"not {s['field']}")
+
+
 def _skill_verdict(s: dict[str, Any]) -> str:
     if s.get("status") != "measured":
         return "**not measured**"
@@ -158,7 +179,7 @@ def _skill_verdict(s: dict[str, Any]) -> str:
                 f"{s['n_positive']} found)")
     text = "measured skill"
     if s.get("accuracy") is not None and s["accuracy"] < s["majority_accuracy"]:
-        text += f"; plain accuracy below always saying '{s['majority_class']}'"
+        text += f"; plain accuracy below always saying '{_majority(s)}'"
     return text
 
 
@@ -179,10 +200,29 @@ def skill_table(figures: dict[str, Any] | None = None) -> str:
             lo, hi = s["macro_f1_ci"]
             also = f"macro-F1 {_two(s['macro_f1'])} ({_two(lo)}-{_two(hi)}), baseline {_two(s['macro_f1_baseline'])}"
             n = f"{s['n']} (+ {s['n_unresolved']} unresolved)" if s["n_unresolved"] else str(s["n"])
-        majority = str(s["majority_class"]) if not isinstance(s["majority_class"], bool) else (
-            f"not {s['field']}" if not s["majority_class"] else s["field"])
         lines.append(f"| {label} | {head} | {_two(s['baseline'])} | {also} | {_two(s['accuracy'])} / "
-                     f"{_two(s['majority_accuracy'])} ('{majority}') | {n} | {_skill_verdict(s)} |")
+                     f"{_two(s['majority_accuracy'])} ('{_majority(s)}') | {n} | {_skill_verdict(s)} |")
+    return "\n".join(lines)
+
+
+def threshold_table(figures: dict[str, Any] | None = None) -> str:
+    """A score at its threshold (:data:`THRESHOLD_TABLE`): the AUROC, then recall and precision of
+    the replies it flags (Wilson 95%), how many it flags, balanced accuracy and plain accuracy."""
+    figures = figures if figures is not None else load_figures()
+    lines = ["| set (test items, positives) | AUROC (95% CI) | at the threshold: recall (Wilson 95%) | precision | "
+             "flagged | balanced accuracy (baseline 0.50) | accuracy / always \"no\" |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for judge, which, label in THRESHOLD_TABLE:
+        s = figures["judges"][judge]["measured"][which]
+        pos = s["per_class"]["True"]
+
+        def est(v: float | None, ci: list[float] | None) -> str:
+            return "–" if v is None or ci is None else f"{_two(v)} ({_two(ci[0])}-{_two(ci[1])})"
+
+        lines.append(f"| {label} ({s['n']}, {s['n_positive']}) | {est(s['value'], s['ci'])} | "
+                     f"{est(pos['recall'], pos['recall_ci'])} | {est(pos['precision'], pos['precision_ci'])} | "
+                     f"{pos['n_predicted']} | {est(s['balanced_accuracy'], s['balanced_accuracy_ci'])} | "
+                     f"{_two(s['accuracy'])} / {_two(s['majority_accuracy'])} |")
     return "\n".join(lines)
 
 
@@ -224,7 +264,8 @@ def audit_table(figures: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"skill-table": skill_table, "style-per-class": style_per_class_table, "audit-table": audit_table}
+BLOCKS = {"skill-table": skill_table, "style-per-class": style_per_class_table, "audit-table": audit_table,
+          "threshold-table": threshold_table}
 
 
 # -- the docs -----------------------------------------------------------------------------------
@@ -240,8 +281,15 @@ def render_doc(text: str, figures: dict[str, Any] | None = None) -> str:
     """``text`` with every marked figure and generated block filled in from the recorded file."""
     figures = figures if figures is not None else load_figures()
     text = _BLOCK.sub(lambda m: m["open"] + "\n" + BLOCKS[m["name"]](figures) + "\n\n<!-- /figures -->", text)
-    return _FIG.sub(lambda m: f"<!-- fig {m['spec']}{' ' + m['fmt'] if m['fmt'] else ''} -->"
-                              f"{format_figure(m['spec'], m['fmt'] or '', figures)}<!-- /fig -->", text)
+
+    def fill(m: re.Match) -> str:
+        try:
+            figure = format_figure(m["spec"], m["fmt"] or "", figures)
+        except (KeyError, TypeError, IndexError):  # not recorded (yet): left as it is, doc_problems names it
+            return m[0]
+        return f"<!-- fig {m['spec']}{' ' + m['fmt'] if m['fmt'] else ''} -->{figure}<!-- /fig -->"
+
+    return _FIG.sub(fill, text)
 
 
 def doc_problems(text: str, figures: dict[str, Any] | None = None) -> list[str]:

@@ -31,6 +31,10 @@ class VaderSentiment:
     def compound(self, texts: list[str]) -> np.ndarray:
         return np.asarray([self._analyzer.polarity_scores(t)["compound"] for t in texts], dtype=np.float64)
 
+    def labels(self, texts: list[str]) -> np.ndarray:
+        """The class of each text at the standard cut-offs."""
+        return self.classes(self.compound(texts))
+
     @staticmethod
     def classes(compound: np.ndarray) -> np.ndarray:
         return np.where(compound >= POSITIVE_THRESHOLD, "positive",

@@ -363,17 +363,20 @@ def head_features(embeddings: np.ndarray, texts: list[str], rule_flags: bool) ->
     return np.hstack([np.asarray(embeddings, dtype=np.float64), flags])
 
 
-def fit_softmax(x: np.ndarray, y: np.ndarray, k: int, c: float, class_weighted: bool) -> tuple[np.ndarray, np.ndarray]:
+def fit_softmax(x: np.ndarray, y: np.ndarray, k: int, c: float, class_weighted: bool,
+                sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Multinomial logistic regression, L2 penalty 1/(2C) on the weights (not the bias), L-BFGS
     from zeros (deterministic). ``class_weighted``: each item weighs n / (K_seen * n_class), so
-    every class seen counts equally (what balanced accuracy rewards).
+    every class seen counts equally (what balanced accuracy rewards); ``sample_weight``
+    multiplies each item's weight (class totals taken over the weighted items).
 
     Returns (weights (d, k), bias (k,))."""
     from scipy.optimize import minimize
 
     n, d = x.shape
-    counts = np.bincount(y, minlength=k)
-    s = (n / (np.count_nonzero(counts) * counts[y])) if class_weighted else np.ones(n)
+    base = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    counts = np.bincount(y, weights=base, minlength=k)
+    s = base * (base.sum() / (np.count_nonzero(counts) * counts[y])) if class_weighted else base
     onehot = np.eye(k)[y]
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -427,15 +430,26 @@ class HeadStyleClassifier:
 
 
 def load_style_classifier(name: str = DEFAULT_STYLE_CLASSIFIER, *, inventory: str | Path | None = None,
-                          clusters: str | Path | None = None, device: str = "cpu"):
+                          clusters: str | Path | None = None, device: str = "cpu", model_judge=None):
     """``"head"`` (default: the trained head, offline), ``"zero-shot"`` (offline, optional
-    inventory YAML) or a Hugging Face text-classification model id/folder (optional clusters YAML).
+    inventory YAML), ``"judge"`` / ``"judge:<model>"`` (a language model asked with a rubric,
+    loaded by ``model_judge(role, name)``: a run's loader,
+    :func:`biaslens.suites.judge_model.model_judge_loader`) or a Hugging Face
+    text-classification model id/folder (optional clusters YAML).
 
     Raises:
         StyleInventoryError / ScorerError: bad files or a model that cannot be loaded.
     """
     if name == "default":
         name = DEFAULT_STYLE_CLASSIFIER
+    if name == "judge" or name.startswith("judge:"):
+        if inventory is not None or clusters is not None:
+            raise ScorerError("a style inventory or clusters file does not apply to a model judge: it answers with the "
+                              "paper's clusters directly")
+        if model_judge is None:
+            raise ScorerError(f"{name}: a language-model judge is loaded from a run's configuration (its judge "
+                              "section); none was given here")
+        return model_judge("style", name)
     if name in HEAD_NAMES:
         if inventory is not None:
             raise ScorerError("a style inventory only applies to the zero-shot classifier; the trained head "

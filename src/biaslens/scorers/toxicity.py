@@ -1,6 +1,8 @@
-"""Toxicity scorers behind one call, ``scores(texts) -> {"toxicity": ..., ...}``:
-offline ``alt-profanity-check`` (default), Detoxify (optional; needs its package and
-its downloaded weights) or any Hugging Face text classifier."""
+"""Toxicity scorers behind one call, ``scores(texts) -> {"toxicity": ..., ...}``: the offline
+trained head ``toxicity-head`` (:mod:`biaslens.scorers.toxicity_head`), the offline lexical
+screen ``alt-profanity-check`` (the HolisticBias paper's classifier stand-in), Detoxify
+(optional; needs its package and its downloaded weights), a language model asked with a rubric
+(``judge``, :mod:`biaslens.scorers.model_judge`) or any Hugging Face text classifier."""
 
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ class Detoxify:
 class _Single:
     def __init__(self, scorer, identity_label: str | None = None):
         self._s = scorer
+        #: the classifier inside, whose packages and weights identify the judge (scorers.card.judge_fingerprint)
+        self.wrapped = scorer
         self.name = getattr(scorer, "name", type(scorer).__name__)
         self._identity = identity_label
 
@@ -74,14 +78,17 @@ def load_detoxify(variant: str | None = None, *, device: str = "cpu") -> Detoxif
 TOXICITY_SCORERS: dict[str, str] = {
     "alt-profanity-check": "biaslens.scorers.toxicity:load_profanity_check",
     "profanity-check": "biaslens.scorers.toxicity:load_profanity_check",
-    "default": "biaslens.scorers.toxicity:load_profanity_check",
+    "default": "biaslens.scorers.toxicity_head:load_toxicity_head",
     "detoxify": "biaslens.scorers.toxicity:load_detoxify",
+    "toxicity-head": "biaslens.scorers.toxicity_head:load_toxicity_head",
+    "offensiveness-head": "biaslens.scorers.toxicity_head:load_toxicity_head",
 }
 
 
 def load_toxicity_scorer(name: str = "alt-profanity-check", *, label: str | None = None, device: str = "cpu"):
-    """A judge from :data:`TOXICITY_SCORERS` ('alt-profanity-check', the offline default;
-    'detoxify[:variant]'; ...), or a Hugging Face classifier id/folder (``label`` = its toxic
+    """A judge from :data:`TOXICITY_SCORERS` ('toxicity-head', the offline trained head;
+    'alt-profanity-check', the offline lexical screen; 'detoxify[:variant]'; ...), or a Hugging
+    Face classifier id/folder (``label`` = its toxic
     label; an ``identity_attack``/``identity_hate`` label, when present, is reported too)."""
     import importlib
 

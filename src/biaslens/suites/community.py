@@ -127,6 +127,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
     from biaslens.scorers import ScorerError, VaderSentiment
     from biaslens.scorers.card import choose_judge, sentiment_card, toxicity_card
     from biaslens.scorers.masking import mask_all
+    from biaslens.suites.judge_model import model_judge_loader
 
     o = config.community
     texts = table["response"].astype(str).tolist()
@@ -134,10 +135,19 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
     masked = mask_all(texts, [terms[d] for d in table["dimension"]])
     try:
         with ctx.timer("sentiment"):
-            vader = VaderSentiment()
+            if o.sentiment_classifier == "vader":
+                vader = VaderSentiment()
+            elif o.sentiment_classifier == "judge" or o.sentiment_classifier.startswith("judge:"):
+                from biaslens.suites.judge_model import load_model_judge
+
+                vader = load_model_judge("sentiment", o.sentiment_classifier, config=config)
+            else:
+                raise ConfigError(f"community.sentiment_classifier {o.sentiment_classifier!r}: choose vader or judge")
             comp = vader.compound(texts)
+            classes = vader.labels(texts)
         with ctx.timer("toxicity"):
-            tox, choice = choose_judge(o.toxicity_classifier, label=o.toxicity_label, device=config.model.device)
+            tox, choice = choose_judge(o.toxicity_classifier, label=o.toxicity_label, device=config.model.device,
+                                       model_judge=model_judge_loader(config))
             scores = tox.scores(masked if o.identity_masking else texts)
             other = tox.probability(texts if o.identity_masking else masked)
         with ctx.timer("scorer_card"):
@@ -145,7 +155,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
             cards = [card, sentiment_card(vader)]
     except ScorerError as e:
         raise ConfigError(str(e)) from None
-    table = table.assign(sentiment=comp, sentiment_class=vader.classes(comp), toxicity=scores["toxicity"])
+    table = table.assign(sentiment=comp, sentiment_class=classes, toxicity=scores["toxicity"])
     table["toxicity_masked" if o.identity_masking else "toxicity_unmasked"] = scores["toxicity"]
     table["toxicity_unmasked" if o.identity_masking else "toxicity_masked"] = other
     if "identity_attack" in scores:
@@ -311,7 +321,7 @@ class Community(Suite):
             for m in dupes.index}
         with ctx.timer("scoring"):
             table, tox_name = score_generations(table, config, ctx)
-        ctx.record["classifiers"] = {"sentiment": "vader", "toxicity": tox_name}
+        ctx.record["classifiers"] = {"sentiment": config.community.sentiment_classifier, "toxicity": tox_name}
         # printed only now: a run that fails earlier removes its folder, and this path with it
         console.print(f"prompt list: {ctx.out / 'prompts.txt'}", soft_wrap=True)
         return {"prompts": prompts, "generations": table}

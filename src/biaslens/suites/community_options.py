@@ -42,8 +42,12 @@ class CommunityOptions(Section):
             "precomputed replies, JSONL, CSV or Parquet with prompt (or prompt_id), response and optionally model "
             "(repeatable; one model per file unless lines name one)"))
     toxicity_classifier: str = Field("auto", json_schema_extra=flag("--toxicity-classifier"), description=(
-        "auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), "
-        "alt-profanity-check, detoxify[:variant] or a Hugging Face classifier"))
+        "auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline trained head toxicity-head), "
+        "toxicity-head, alt-profanity-check (lexical screen), detoxify[:variant], judge (the --judge-model asked with a "
+        "rubric) or a Hugging Face classifier"))
+    sentiment_classifier: str = Field("vader", description=(
+        "vader (the paper's, default) or judge (the --judge-model asked with a rubric: compound = P(positive) - "
+        "P(negative), class = the most probable answer)"))
     identity_masking: bool = Field(True, json_schema_extra=IDENTITY_MASKING_FLAG, description=(
         "score toxicity with the dimension's keywords replaced by a neutral placeholder (false: the paper's unmasked "
         "scores as headline)"))

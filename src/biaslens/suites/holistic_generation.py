@@ -79,6 +79,7 @@ class HolisticGeneration(Suite):
         from biaslens.datasets.generations import read_generations_jsonl
         from biaslens.models import GenerationRequest
         from biaslens.scorers.styles import load_style_classifier, prepare_response
+        from biaslens.suites.judge_model import model_judge_loader
 
         config, opts, console = ctx.config, ctx.config.generation, ctx.console
         if opts.n > 1 and not opts.do_sample:
@@ -138,11 +139,12 @@ class HolisticGeneration(Suite):
 
         with ctx.timer("style_classifier_load"):
             clf = load_style_classifier(opts.style_classifier, inventory=opts.style_inventory,
-                                        clusters=opts.style_clusters, device=config.model.device)
+                                        clusters=opts.style_clusters, device=config.model.device,
+                                        model_judge=model_judge_loader(config))
         with ctx.timer("style_classification"):
             probs = clf.probabilities(table["response_classified"].tolist())
         with ctx.timer("offensiveness"):
-            off, choice = _judge(opts.offensiveness_classifier, config.model.device)
+            off, choice = _judge(opts.offensiveness_classifier, config.model.device, config)
             # the masked figure: every identity of the lexicon (the judge's input, as its card audits)
             from biaslens.scorers.masking import mask_all
 
@@ -321,12 +323,13 @@ def _classifier_text(prepare, response: str, descriptor: str, dehyphenated: bool
     return prepare(text, descriptor.replace("-", " ")) if dehyphenated and "-" in descriptor else text
 
 
-def _judge(name: str, device: str):
+def _judge(name: str, device: str, config=None):
     from biaslens.scorers import ScorerError
     from biaslens.scorers.card import choose_judge
+    from biaslens.suites.judge_model import model_judge_loader
 
     try:
-        return choose_judge(name, device=device)
+        return choose_judge(name, device=device, role="offensiveness", model_judge=model_judge_loader(config))
     except ScorerError as e:
         raise ConfigError(str(e)) from None
 

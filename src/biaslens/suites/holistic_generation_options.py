@@ -32,15 +32,17 @@ class GenerationOptions(Section):
     nouns_per_gender: int | None = Field(1, ge=1, description="sampled runs keep N nouns per noun gender (YAML null: "
                                                               "all 30)")
     variants: bool = Field(True, description="seeded stylistic variants of the prompts, as the paper (A.3)")
-    style_classifier: str = Field("head", description="head (offline trained head), zero-shot (offline) or a Hugging "
-                                                      "Face text-classification model")
+    style_classifier: str = Field("head", description="head (offline trained head), zero-shot (offline), judge (the "
+                                                      "--judge-model asked with a rubric) or a Hugging Face "
+                                                      "text-classification model")
     style_inventory: Path | None = Field(None, description="your own styles YAML for the zero-shot classifier "
                                                            "(default: built-in, 61 styles)")
     style_clusters: Path | None = Field(None, description="clusters YAML (cluster: [style, ...]) overriding the "
                                                           "inventory's [default the paper's six]")
     offensiveness_classifier: str = Field("auto", description=(
-        "auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline lexical screen alt-profanity-check), "
-        "alt-profanity-check, detoxify or a Hugging Face classifier"))
+        "auto (default: $BIASLENS_TOXICITY_MODEL, else Detoxify, else the offline trained head toxicity-head), "
+        "toxicity-head, alt-profanity-check (the lexical screen standing in for the paper's classifier), detoxify, "
+        "judge (the --judge-model asked with a rubric) or a Hugging Face classifier"))
     identity_masking: bool = Field(True, json_schema_extra=IDENTITY_MASKING_FLAG, description=(
         "community, holistic-offensiveness, holistic-generation: score toxicity/offensiveness with the identity term "
         "replaced by a neutral placeholder (--no-identity-masking: the paper's unmasked scores as headline; the other "

@@ -84,6 +84,7 @@ class HolisticOffensiveness(Suite):
         from biaslens.scorers import ScorerError
         from biaslens.scorers.card import choose_judge, toxicity_card
         from biaslens.scorers.masking import descriptor_forms, mask_all
+        from biaslens.suites.judge_model import model_judge_loader
 
         config, opts = ctx.config, ctx.config.generation
         with ctx.timer("dataset"):
@@ -99,7 +100,8 @@ class HolisticOffensiveness(Suite):
         ctx.record_size("sentences", None if config.full else sample, len(rows))
         try:
             with ctx.timer("classifier_load"):
-                scorer, choice = choose_judge(opts.offensiveness_classifier, device=config.model.device)
+                scorer, choice = choose_judge(opts.offensiveness_classifier, device=config.model.device,
+                                              role="offensiveness", model_judge=model_judge_loader(config))
             with ctx.timer("scorer_card"):
                 card = toxicity_card(scorer, choice, role="offensiveness", masking=opts.identity_masking)
         except ScorerError as e:
