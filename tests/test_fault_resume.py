@@ -21,6 +21,8 @@ SUITES = {
     "redditbias": {"redditbias": {"bias_types": ["gender"], "max_template_pairs": 40}},
     "community": {"community": {"n": 2}},
     "fairpair": {"fairpair": {"n_occupations": 2, "samples": 4, "max_new_tokens": 8, "k_folds": 2}},
+    "crows-pairs": {"crows_pairs": {"sample": 120}},
+    "winogender": {"winogender": {"n_bootstrap": 200}},
 }
 BATCH = 8
 _VOLATILE = {"elapsed_seconds", "seconds", "sentences_per_second", "started", "timings", "texts_per_second"}

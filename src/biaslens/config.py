@@ -179,6 +179,9 @@ def suite_sections() -> dict[str, type[Section]]:
 
 
 if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
+    from biaslens.suites.crows_pairs_options import CrowsPairsOptions
+    from biaslens.suites.winogender_options import WinogenderOptions
+
     class RunConfig(RunConfigBase):
         """Everything a run needs: RunConfigBase plus one section per registered suite's options
         module (built at run time from the registry; this is how a type checker sees it)."""
@@ -188,6 +191,8 @@ if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_option
         fairpair: FairPairOptions
         generation: GenerationOptions
         community: CommunityOptions
+        crows_pairs: CrowsPairsOptions
+        winogender: WinogenderOptions
 else:
     RunConfig = create_model(
         "RunConfig", __base__=RunConfigBase, __module__=__name__,

@@ -11,6 +11,8 @@ SUITES: dict[str, str] = {
     "fairpair": "biaslens.suites.fairpair:FairPair",
     "holistic-offensiveness": "biaslens.suites.holistic_offensiveness:HolisticOffensiveness",
     "community": "biaslens.suites.community:Community",
+    "crows-pairs": "biaslens.suites.crows_pairs:CrowsPairs",
+    "winogender": "biaslens.suites.winogender:Winogender",
 }
 
 #: suites that later issues add; named here so a user gets a clear message
