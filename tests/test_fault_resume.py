@@ -23,6 +23,7 @@ SUITES = {
     "fairpair": {"fairpair": {"n_occupations": 2, "samples": 4, "max_new_tokens": 8, "k_folds": 2}},
     "crows-pairs": {"crows_pairs": {"sample": 120}},
     "winogender": {"winogender": {"n_bootstrap": 200}},
+    "winobias": {"winobias": {"types": ["1"], "splits": ["dev"]}},
 }
 BATCH = 8
 _VOLATILE = {"elapsed_seconds", "seconds", "sentences_per_second", "started", "timings", "texts_per_second"}

@@ -180,6 +180,7 @@ def suite_sections() -> dict[str, type[Section]]:
 
 if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
     from biaslens.suites.crows_pairs_options import CrowsPairsOptions
+    from biaslens.suites.winobias_options import WinoBiasOptions
     from biaslens.suites.winogender_options import WinogenderOptions
 
     class RunConfig(RunConfigBase):
@@ -193,6 +194,7 @@ if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_option
         community: CommunityOptions
         crows_pairs: CrowsPairsOptions
         winogender: WinogenderOptions
+        winobias: WinoBiasOptions
 else:
     RunConfig = create_model(
         "RunConfig", __base__=RunConfigBase, __module__=__name__,
