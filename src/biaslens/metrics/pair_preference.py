@@ -91,7 +91,9 @@ def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
         deff, g = 1.0, int(np.unique(units).shape[0])
     else:
         var, g = _cluster_variance(y - p_hat, units)
-        deff = var / (p_hat * (1 - p_hat) / n)
+        # negatively correlated items (a schema's two twins lean opposite ways) shrink the variance; the
+        # floor keeps a cluster-level variance of 0 (every cluster at p_hat) from an infinite n_eff
+        deff = max(var / (p_hat * (1 - p_hat) / n), g / n)
     n_eff = n / deff
     df = max(g - 1, 1)
     crit = float(stats.t.ppf(0.5 + level / 2, df))

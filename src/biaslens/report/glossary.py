@@ -336,7 +336,7 @@ NOT_METRICS: set[str] = {
     # crows-pairs, winogender, winobias
     "crows-pairs", "winogender", "winobias", "units", "ties", "test", "ideal", "selection", "leans", "sent_more",
     "sent_less", "participant", "answer", "type", "schema", "referent",
-    "gender", "item", "unit", "prefers", "twins", "minimal", "pro", "anti",
+    "gender", "item", "unit", "prefers", "twins", "minimal", "pro", "anti", "type.split", "id", "schemas",
 }
 
 
