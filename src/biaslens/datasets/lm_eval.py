@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,26 +109,12 @@ def _fail(path: Path, lineno: int | None, msg: str) -> LmEvalSamplesError:
     return LmEvalSamplesError(f"{path}{f':{lineno}' if lineno else ''}: {msg}")
 
 
-def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS) -> pd.DataFrame:
-    """One row per logged sample of an lm-eval ``--log_samples`` file of the exported task:
-    ``row``, the document's columns, ``loglikelihood`` (lm-eval's rolling log-likelihood, nats),
-    ``selection``, ``n_rows`` and ``line``.
-
-    Raises LmEvalSamplesError naming the line for: invalid JSON, a record that is not a
-    sample of ``task`` (no document, another task's document, another request type), a
-    scored text that differs from its document's, a log-likelihood that is not a finite
-    number <= 0, and a document logged twice.
-    """
+def _samples(path: Path) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(line, record, its ``doc``) of each non-empty line of an lm-eval samples file; a line that is
+    not a JSON object with a ``doc`` raises LmEvalSamplesError naming it."""
     from biaslens.fileio import read_text
 
-    path = Path(path)
-    if path.is_dir():
-        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{task}_<time>.jsonl file lm_eval wrote "
-                                 "with --log_samples")
-    text = read_text(path, LmEvalSamplesError)
-    records: list[dict[str, Any]] = []
-    seen: dict[Any, int] = {}
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    for lineno, line in enumerate(read_text(path, LmEvalSamplesError).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -139,6 +126,27 @@ def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tu
         doc = obj.get("doc")
         if not isinstance(doc, dict):
             raise _fail(path, lineno, "no 'doc': not an lm-eval --log_samples record")
+        yield lineno, obj, doc
+
+
+def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS) -> pd.DataFrame:
+    """One row per logged sample of an lm-eval ``--log_samples`` file of the exported task:
+    ``row``, the document's columns, ``loglikelihood`` (lm-eval's rolling log-likelihood, nats),
+    ``selection``, ``n_rows`` and ``line``.
+
+    Raises LmEvalSamplesError naming the line for: invalid JSON, a record that is not a
+    sample of ``task`` (no document, another task's document, another request type), a
+    scored text that differs from its document's, a log-likelihood that is not a finite
+    number <= 0, and a document logged twice.
+    """
+
+    path = Path(path)
+    if path.is_dir():
+        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{task}_<time>.jsonl file lm_eval wrote "
+                                 "with --log_samples")
+    records: list[dict[str, Any]] = []
+    seen: dict[Any, int] = {}
+    for lineno, obj, doc in _samples(path):
         missing = [c for c in ("row", "selection", "n_rows", *columns) if c not in doc]
         if missing:
             raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: a sample of another task, not "
@@ -302,7 +310,6 @@ def read_crows_pairs_samples(path: str | Path) -> pd.DataFrame:
     document fields, choices that are not (sent_more, sent_less) in that order, a log-likelihood
     that is not a finite number <= 0, and a document logged twice.
     """
-    from biaslens.fileio import read_text
 
     path = Path(path)
     if path.is_dir():
@@ -310,16 +317,7 @@ def read_crows_pairs_samples(path: str | Path) -> pd.DataFrame:
                                  "wrote with --log_samples")
     records: list[dict[str, Any]] = []
     seen: dict[Any, int] = {}
-    for lineno, line in enumerate(read_text(path, LmEvalSamplesError).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise _fail(path, lineno, f"invalid JSON ({getattr(e, 'msg', 'nested too deeply')})") from None
-        doc = obj.get("doc") if isinstance(obj, dict) else None
-        if not isinstance(doc, dict):
-            raise _fail(path, lineno, "no 'doc': not an lm-eval --log_samples record")
+    for lineno, obj, doc in _samples(path):
         missing = [c for c in CROWS_PAIRS_COLUMNS if c not in doc]
         if missing:
             raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: not a sample of {CROWS_PAIRS_TASK}")
