@@ -87,9 +87,10 @@ class Winogender(Suite):
         return render(result, ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        ctx.console.print(f"Winogender: {result.verdict}", soft_wrap=True, markup=False, highlight=False)
+        console: Any = ctx.console
+        console.print(f"Winogender: {result.verdict}", soft_wrap=True, markup=False, highlight=False)
         for e in result.entries:
-            ctx.console.print(f"  {e.name}: {estimate(e.value, e.ci_low, e.ci_high)} ({e.verdict})", markup=False,
+            console.print(f"  {e.name}: {estimate(e.value, e.ci_low, e.ci_high)} ({e.verdict})", markup=False,
                               highlight=False)
 
 
