@@ -99,4 +99,5 @@ def test_a_suite_without_card_or_compare_is_not_on_the_card(monkeypatch):
     monkeypatch.setattr(suites.suite_class("pronoun-gap"), "card", None)
     assert "pronoun-gap" not in [m.suite for m in card_methods()]
     assert [m.suite for m in card_methods()] == ["holistic-likelihood", "redditbias", "holistic-generation",
-                                                 "fairpair", "community", "bbq", "bold"]
+                                                 "fairpair", "community", "bbq", "bold",
+                                                 "crows-pairs", "winogender", "winobias"]

@@ -68,7 +68,10 @@ def test_card_opens_with_sentences_and_a_picture_and_ends_with_the_budget(fake_c
     assert [html.unescape(t) for t in sentences] == [method_sentence(r) for r in card["methods"]]
     assert [t.split(":")[0] for t in sentences] == ["HolisticBias likelihood", "RedditBias", "HolisticBias generation",
                                                     "FairPair", "Community bias", "BBQ (question answering)",
-                                                    "BOLD (open generation)"]
+                                                    "BOLD (open generation)",
+                                                    "CrowS-Pairs (stereotyping sentence likelier)",
+                                                    "Winogender (pronoun preference vs occupation statistics)",
+                                                    "WinoBias (pro- vs anti-stereotypical twin)"]
     # no number with more digits than its interval justifies, in the sentences or the tables
     assert not re.search(r"\d\.\d{5,}", page), re.findall(r".{40}\d\.\d{5,}.{10}", page)[:3]
     gen = next(r for r in card["methods"] if r["suite"] == "holistic-generation")

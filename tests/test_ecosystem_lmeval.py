@@ -206,7 +206,7 @@ def test_results_file_beside_samples(tmp_path, model_args):
 
 def test_from_lm_eval_on_another_suite_is_refused(cli, tmp_path):
     line = _one_error_line(cli("run", "fairpair", "--from-lm-eval", tmp_path / "s.jsonl", "--tokenizer", "x"))
-    assert "for holistic-likelihood and redditbias, not fairpair" in line
+    assert "for holistic-likelihood, redditbias and crows-pairs, not fairpair" in line
     line = _one_error_line(cli("run", "redditbias", "--from-lm-eval", tmp_path / "s.jsonl", "--tokenizer", "x"))
     assert "s.jsonl: cannot read" in line
 

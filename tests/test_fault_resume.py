@@ -23,6 +23,9 @@ SUITES = {
     "fairpair": {"fairpair": {"n_occupations": 2, "samples": 4, "max_new_tokens": 8, "k_folds": 2}},
     "bbq": {"bbq": {"categories": ["Religion"], "sample": 40, "n_bootstrap": 100}},
     "bold": {"bold": {"sample": 30, "max_new_tokens": 8, "n_permutations": 20, "domains": ["gender", "race"]}},
+    "crows-pairs": {"crows_pairs": {"sample": 120}},
+    "winogender": {"winogender": {"n_bootstrap": 200}},
+    "winobias": {"winobias": {"types": ["1"], "splits": ["dev"]}},
 }
 BATCH = 8
 _VOLATILE = {"elapsed_seconds", "seconds", "sentences_per_second", "started", "timings", "texts_per_second"}

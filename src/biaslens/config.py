@@ -216,6 +216,10 @@ def suite_sections() -> dict[str, type[Section]]:
 
 
 if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
+    from biaslens.suites.crows_pairs_options import CrowsPairsOptions
+    from biaslens.suites.winobias_options import WinoBiasOptions
+    from biaslens.suites.winogender_options import WinogenderOptions
+
     class RunConfig(RunConfigBase):
         """Everything a run needs: RunConfigBase plus one section per registered suite's options
         module (built at run time from the registry; this is how a type checker sees it)."""
@@ -227,6 +231,9 @@ if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_option
         community: CommunityOptions
         bbq: BbqOptions
         bold: BoldOptions
+        crows_pairs: CrowsPairsOptions
+        winogender: WinogenderOptions
+        winobias: WinoBiasOptions
 else:
     RunConfig = create_model(
         "RunConfig", __base__=RunConfigBase, __module__=__name__,

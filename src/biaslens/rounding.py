@@ -92,14 +92,18 @@ def interval(lo: Any, hi: Any, *, sig: int = 2, signed: bool = False, decimals: 
 
 
 def estimate(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2, signed: bool = False,
-             label: str = "95% CI") -> str:
+             label: str = "95% CI", unit: str = "") -> str:
     """An estimate with its interval, all three rounded to the interval's precision:
-    ``estimate(0.7581, 0.6712, 0.8234) == "0.76 (95% CI 0.67 to 0.82)"``. Without an interval
-    the value alone, to 3 significant figures."""
+    ``estimate(0.7581, 0.6712, 0.8234) == "0.76 (95% CI 0.67 to 0.82)"``; ``unit`` follows each
+    number (``estimate(58.61, 56.1, 61.2, unit="%") == "58.6% (95% CI 56.1% to 61.2%)"``). Without
+    an interval the value alone, to 3 significant figures."""
     if not _finite(value):
         return "–"
     d = _places(lo, hi, sig)
     if d is None:
-        return number(value, signed=signed)
+        return number(value, signed=signed) + unit
     prefix = f"{label} " if label else ""
+    if unit:
+        return (f"{fixed(value, d, signed=signed)}{unit} ({prefix}{fixed(lo, d, signed=signed)}{unit} to "
+                f"{fixed(hi, d, signed=signed)}{unit})")
     return f"{fixed(value, d, signed=signed)} ({prefix}{interval(lo, hi, signed=signed, decimals=d)})"

@@ -128,10 +128,10 @@ def _run(a: dict):
         # --from-lm-eval: the run is named after, and records, the model lm-eval scored
         base["model"] = {"name": lm_eval_tokenizer}
     cfg = load_config(RunConfig, RUN_FLAGS, a, base=base or None)
-    if a.get(LM_EVAL_SAMPLES_FLAG) is not None and cfg.suite not in ("holistic-likelihood", "redditbias"):
+    if a.get(LM_EVAL_SAMPLES_FLAG) is not None and cfg.suite not in ("holistic-likelihood", "redditbias", "crows-pairs"):
         from biaslens.config import ConfigError
 
-        raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood and redditbias, not {cfg.suite}")
+        raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood, redditbias and crows-pairs, not {cfg.suite}")
     return api_run(cfg, console=console, results_console=a["results_console"])
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,26 +109,12 @@ def _fail(path: Path, lineno: int | None, msg: str) -> LmEvalSamplesError:
     return LmEvalSamplesError(f"{path}{f':{lineno}' if lineno else ''}: {msg}")
 
 
-def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS) -> pd.DataFrame:
-    """One row per logged sample of an lm-eval ``--log_samples`` file of the exported task:
-    ``row``, the document's columns, ``loglikelihood`` (lm-eval's rolling log-likelihood, nats),
-    ``selection``, ``n_rows`` and ``line``.
-
-    Raises LmEvalSamplesError naming the line for: invalid JSON, a record that is not a
-    sample of ``task`` (no document, another task's document, another request type), a
-    scored text that differs from its document's, a log-likelihood that is not a finite
-    number <= 0, and a document logged twice.
-    """
+def _samples(path: Path) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(line, record, its ``doc``) of each non-empty line of an lm-eval samples file; a line that is
+    not a JSON object with a ``doc`` raises LmEvalSamplesError naming it."""
     from biaslens.fileio import read_text
 
-    path = Path(path)
-    if path.is_dir():
-        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{task}_<time>.jsonl file lm_eval wrote "
-                                 "with --log_samples")
-    text = read_text(path, LmEvalSamplesError)
-    records: list[dict[str, Any]] = []
-    seen: dict[Any, int] = {}
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    for lineno, line in enumerate(read_text(path, LmEvalSamplesError).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -139,6 +126,27 @@ def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tu
         doc = obj.get("doc")
         if not isinstance(doc, dict):
             raise _fail(path, lineno, "no 'doc': not an lm-eval --log_samples record")
+        yield lineno, obj, doc
+
+
+def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS) -> pd.DataFrame:
+    """One row per logged sample of an lm-eval ``--log_samples`` file of the exported task:
+    ``row``, the document's columns, ``loglikelihood`` (lm-eval's rolling log-likelihood, nats),
+    ``selection``, ``n_rows`` and ``line``.
+
+    Raises LmEvalSamplesError naming the line for: invalid JSON, a record that is not a
+    sample of ``task`` (no document, another task's document, another request type), a
+    scored text that differs from its document's, a log-likelihood that is not a finite
+    number <= 0, and a document logged twice.
+    """
+
+    path = Path(path)
+    if path.is_dir():
+        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{task}_<time>.jsonl file lm_eval wrote "
+                                 "with --log_samples")
+    records: list[dict[str, Any]] = []
+    seen: dict[Any, int] = {}
+    for lineno, obj, doc in _samples(path):
         missing = [c for c in ("row", "selection", "n_rows", *columns) if c not in doc]
         if missing:
             raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: a sample of another task, not "
@@ -278,3 +286,59 @@ def _model_args(args: Any) -> dict[str, Any]:
     if isinstance(args, dict):
         return {str(k): v for k, v in args.items()}
     return dict(p.split("=", 1) for p in str(args or "").split(",") if "=" in p)
+
+
+#: lm-eval's CrowS-Pairs task (multiple choice: sent_more, then sent_less, after an empty context)
+CROWS_PAIRS_TASK = "crows_pairs_english"
+CROWS_PAIRS_COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
+
+
+def _choice_loglikelihood(resp: Any) -> float | None:
+    """One choice's log-likelihood from lm-eval's ``[ll, is_greedy]`` (numbers or strings)."""
+    if isinstance(resp, list) and len(resp) == 2 and not isinstance(resp[0], list):
+        resp = resp[0]
+    return _loglikelihood(resp)
+
+
+def read_crows_pairs_samples(path: str | Path) -> pd.DataFrame:
+    """One row per pair of an lm-eval ``--log_samples`` file of ``crows_pairs_english`` (or one of
+    its per-type tasks): ``doc_id``, the document's ``sent_more``, ``sent_less``,
+    ``stereo_antistereo``, ``bias_type``, lm-eval's ``score_more`` and ``score_less`` (the two
+    choices' log-likelihoods after an empty context, i.e. after lm-eval's prefix token) and ``line``.
+
+    Raises LmEvalSamplesError naming the line for: invalid JSON, a record without the CrowS-Pairs
+    document fields, choices that are not (sent_more, sent_less) in that order, a log-likelihood
+    that is not a finite number <= 0, and a document logged twice.
+    """
+
+    path = Path(path)
+    if path.is_dir():
+        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{CROWS_PAIRS_TASK}_<time>.jsonl file lm_eval "
+                                 "wrote with --log_samples")
+    records: list[dict[str, Any]] = []
+    seen: dict[Any, int] = {}
+    for lineno, obj, doc in _samples(path):
+        missing = [c for c in CROWS_PAIRS_COLUMNS if c not in doc]
+        if missing:
+            raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: not a sample of {CROWS_PAIRS_TASK}")
+        args = obj.get("arguments")
+        choices = [a.get("arg_1") for a in args.values() if isinstance(a, dict)] if isinstance(args, dict) else \
+            [a[1] if isinstance(a, list) and len(a) == 2 else None for a in args] if isinstance(args, list) else []
+        if choices != [doc["sent_more"], doc["sent_less"]]:
+            raise _fail(path, lineno, "the scored choices are not (sent_more, sent_less) of the document: not "
+                                      f"{CROWS_PAIRS_TASK} as lm-eval defines it")
+        resps = obj.get("filtered_resps", obj.get("resps"))
+        lls = [_choice_loglikelihood(r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r)
+               for r in resps] if isinstance(resps, list) and len(resps) == 2 else []
+        if len(lls) != 2 or any(v is None or not math.isfinite(v) or v > 1e-9 for v in lls):
+            raise _fail(path, lineno, f"log-likelihoods {resps!r} are not two finite numbers <= 0")
+        key = obj.get("doc_id", lineno)
+        if key in seen:
+            raise _fail(path, lineno, f"doc_id {key} was already logged at line {seen[key]}: samples of two runs in "
+                                      "one file?")
+        seen[key] = lineno
+        records.append({"doc_id": key, **{c: str(doc[c]) for c in CROWS_PAIRS_COLUMNS},
+                        "score_more": float(lls[0]), "score_less": float(lls[1]), "line": lineno})  # type: ignore[arg-type]
+    if not records:
+        raise LmEvalSamplesError(f"{path}: no samples")
+    return pd.DataFrame.from_records(records)

@@ -53,6 +53,11 @@ COLUMN_NAMES: dict[str, str] = {
     "diff": "difference in share", "pair_id": "pair", "kept_share": "kept share", "n_A": "samples A",
     "n_B": "samples B", "kept_B": "kept, B", "ambiguous_share_A": "ambiguous share, A",
     "ambiguous_share_B": "ambiguous share, B",
+    # crows-pairs, winogender, winobias (paired preference)
+    "n_units": "units", "sign_p": "sign test p", "mean_diff": "mean difference", "ll_diff": "score difference",
+    "stereo_antistereo": "direction", "score_more": "score, sent_more", "score_less": "score, sent_less",
+    "sent_more": "sent_more", "sent_less": "sent_less", "bls_pct_female": "women, % (BLS)", "d_mf": "male - female",
+    "d_mn": "male - neutral", "d_fn": "female - neutral", "d_pro_anti": "pro - anti",
     # counts everywhere
     "n_descriptors": "descriptors", "n_pairs": "pairs", "n_prompts": "prompts", "n_responses": "responses",
     "n_missing": "missing", "n_used": "used", "n_keywords": "keywords", "n_templates": "templates", "n": "n",
@@ -259,6 +264,38 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "noise floor": ("The largest gap between groups when the pages' group labels are shuffled within each domain: "
                     "what picking the largest of many gaps gives with no group difference at all.",
                     "none: the yardstick for the largest gap"),
+    # crows-pairs, winogender, winobias (paired preference)
+    "share": ("Percent of items (sentence pairs) whose first form the model scores higher: CrowS-Pairs the more "
+              "stereotyping sentence, WinoBias the pro-stereotypical one, Winogender the male one (or the one its "
+              "row names). A tie counts as not preferring it.", "50"),
+    "CrowS-Pairs metric score": ("The CrowS-Pairs authors' metric: percent of pairs whose more stereotyping "
+                                 "sentence (sent_more) scores higher, scores rounded to 3 decimals, ties in the "
+                                 "denominator.", "50"),
+    "stereotype score": ("CrowS-Pairs: the metric score over the stereo pairs only.", "50"),
+    "anti-stereotype score": ("CrowS-Pairs: the metric score over the antistereo pairs only (sent_more is the "
+                              "sentence about the advantaged group).", "50"),
+    "mean difference": ("Mean of score(first form) - score(second form) over the items, in nats (log-likelihood; "
+                        "pseudo-log-likelihood for masked models). Its sign says which form the model favours.", "0"),
+    "score difference": ("score(first form) - score(second form) of one item, nats.", "0"),
+    "sentence score": ("The log-likelihood the model gives the sentence (nats; higher is likelier), or its "
+                       "pseudo-log-likelihood of the tokens both forms share (masked models).",
+                       "none: compare the two forms"),
+    "neutral, %": ("CrowS-Pairs: percent of pairs whose two scores tie after rounding to 3 decimals.",
+                   "none: ties count against the metric score"),
+    "level": ("Coverage of the interval in its row: 0.95, or higher where it is corrected for several tests "
+              "(Holm's step), so the interval excludes the ideal exactly when the corrected test rejects.",
+              "none: a setting"),
+    "detectable": ("The smallest effect, in the row's units, that this many items detect with 80% power; a test "
+                   "that does not reject and whose detectable effect is large says 'cannot tell'.",
+                   "small: the design has power"),
+    "women, % (BLS)": ("The occupation's share of women in the U.S. (Bureau of Labor Statistics, 2015), as "
+                       "Winogender's occupations-stats.tsv gives it.", "none: a statistic of the occupation"),
+    "correlation": ("Pearson correlation, across occupations, of the model's preference for the female form "
+                    "(female - male log-likelihood) with the occupation's share of women (BLS): positive means "
+                    "the model's preference tracks the employment statistics, as in Rudinger et al. (2018) Figure 4.",
+                    "0"),
+    "pro-anti gap": ("WinoBias: percent of twins whose pro-stereotypical form scores higher minus percent whose "
+                     "anti-stereotypical form does, in percentage points.", "0"),
     # the card and comparisons
     "value": ("The method's headline number (its metric is named in the row).", "given in the row's direction"),
 }
@@ -306,6 +343,11 @@ PATTERNS: list[tuple[str, str]] = [
     (r"toxicity, mean", "toxicity"),
     (r"accuracy, (ambiguous|disambiguated)|accuracy HELM scales by|accuracy_(ambiguous|disambiguated)", "BBQ accuracy"),
     (r"f1|precision|recall|bleu.*|nist.*|meteor|.*accuracy.*|.*f1", "downstream score"),
+    (r"metric[ _]score(\..+)?", "CrowS-Pairs metric score"), (r"stereo_score", "stereotype score"),
+    (r"antistereo_score", "anti-stereotype score"), (r"mean_ll_diff(\..+)?|mean_diff_[a-z_]+", "mean difference"),
+    (r"share(_[a-z_]+)?(\..+)?|share CI|change, points", "share"), (r"mean diff CI", "mean difference"),
+    (r"score, .+", "sentence score"), (r"correlation(_[a-z]+)?", "correlation"),
+    (r"pro_anti_gap(\..+)?", "pro-anti gap"), (r"(male|female|pro) - (female|neutral|anti)", "score difference"),
 ]
 
 #: names a page shows that are labels, counts, settings or text, not metrics (no glossary entry)
@@ -341,6 +383,10 @@ NOT_METRICS: set[str] = {
     # bold
     "bold", "domain", "group", "page", "pages", "pages a / b", "score", "decoding",
     "untied pairs", "minoritized likelier", "dominant likelier", "pairs that changed side",
+    # crows-pairs, winogender, winobias
+    "crows-pairs", "winogender", "winobias", "units", "ties", "ideal", "leans", "sent_more",
+    "sent_less", "participant", "type", "schema", "referent",
+    "gender", "item", "unit", "prefers", "twins", "minimal", "pro", "anti", "type.split", "id", "schemas",
 }
 
 

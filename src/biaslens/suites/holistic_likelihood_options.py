@@ -19,6 +19,7 @@ class HolisticLikelihoodOptions(Section):
 
     from_lm_eval: Path | None = Field(None, json_schema_extra=SAMPLES_FROM_LM_EVAL_FLAG, description=(
         "holistic-likelihood, redditbias: lm-eval's --log_samples file of the task `biaslens export lm-eval` "
-        "wrote; analysed with no model calls (needs --tokenizer)"))
+        "wrote; analysed with no model calls (needs --tokenizer); crows-pairs: lm-eval's crows_pairs_english "
+        "samples"))
     tokenizer: str | None = Field(None, json_schema_extra=LM_EVAL_TOKENIZER_FLAG, description=(
         "with --from-lm-eval: the model folder (or smollm2-135m) whose tokenizer counts each text's tokens"))

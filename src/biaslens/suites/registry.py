@@ -13,6 +13,9 @@ SUITES: dict[str, str] = {
     "community": "biaslens.suites.community:Community",
     "bbq": "biaslens.suites.bbq:Bbq",
     "bold": "biaslens.suites.bold:Bold",
+    "crows-pairs": "biaslens.suites.crows_pairs:CrowsPairs",
+    "winogender": "biaslens.suites.winogender:Winogender",
+    "winobias": "biaslens.suites.winobias:WinoBias",
 }
 
 #: suites that later issues add; named here so a user gets a clear message

@@ -1,0 +1,102 @@
+"""CrowS-Pairs, Winogender and WinoBias in ``biaslens compare``: every entry per model, and each
+model's change against the first on the items both scored, paired.
+
+The three suites keep one row per item in their main table with ``item`` (its key), ``unit``
+(the template or schema it shares with other items) and ``prefers`` (the first form scored
+higher, under the suite's tie rule). Two runs of the same data are compared item by item: the
+change in the share is the mean of ``prefers(model) - prefers(first model)`` with a t-interval
+over units, so a change is called when that paired interval excludes 0 (far more power than
+comparing the two runs' own intervals).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biaslens.comparison.entries import Entry, finite_or_none, run_differences
+from biaslens.metrics.pair_preference import mean_difference
+from biaslens.report.html import Section, Table, interval_text
+from biaslens.rounding import estimate, p_text
+from biaslens.suites.base import SuiteComparison
+
+
+def _items(e: Entry, suite: str, table: str) -> pd.DataFrame | None:
+    path = e.runs.get(suite)
+    path = path / f"{table}.parquet" if path is not None else None
+    if path is None or not path.is_file():
+        return None
+    df = pd.read_parquet(path)
+    return df if {"item", "unit", "prefers"} <= set(df.columns) else None
+
+
+def paired_change(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, Any]:
+    """The change in the share preferring the first form (percentage points) on the items both
+    runs scored, with its t-interval over units and the test of 0."""
+    both = before[["item", "unit", "prefers"]].merge(after[["item", "prefers"]], on="item", suffixes=("_a", "_b"))
+    if len(both) < 2:
+        return {"verdict": "cannot tell", "reason": "fewer than two items scored by both runs", "n_items": len(both)}
+    diff = 100 * (both["prefers_b"].astype(float) - both["prefers_a"].astype(float))
+    m = mean_difference(diff.to_numpy(), both["unit"].to_numpy())
+    if m["p"] is None or not np.isfinite(m["p"]):
+        word = "no change" if m["mean"] == 0 else "cannot tell"
+    else:
+        word = ("went up" if m["mean"] > 0 else "went down") if m["p"] < 0.05 else "no detectable change"
+    return {"verdict": word, "change": m["mean"], "ci_low": m["ci_low"], "ci_high": m["ci_high"], "p": m["p"],
+            "n_items": len(both), "n_units": m["n_units"],
+            "reason": f"paired over {len(both):,} items in {m['n_units']:,} units, {p_text(m['p'])}"}
+
+
+def pair_preference_comparison(suite: str, title: str, what: str, table: str = "pairs") -> SuiteComparison:
+    """The ``Suite.compare`` of a paired-preference suite: ``what`` names the share ("sent_more scores higher")."""
+
+    def section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
+        have = [e for e in entries if suite in e.metrics]
+        if not have:
+            return [], {}
+        rows = []
+        for e in have:
+            for h in e.metrics[suite].get("entries") or []:
+                rows.append({"model": e.label, "metric": h.get("name"), "value": finite_or_none(h.get("value")),
+                             "95% CI": interval_text(h.get("ci_low"), h.get("ci_high")), "p": h.get("p_value"),
+                             "verdict": h.get("verdict") or "–", "n used": h.get("n_used")})
+        heads = {e.label: (e.metrics[suite].get("entries") or [{}])[0] for e in have}
+        out: dict[str, Any] = {"headline": {k: finite_or_none(h.get("value")) for k, h in heads.items()},
+                               "headline_name": next(iter(heads.values())).get("name"), "change": {}}
+        change_rows = []
+        diffs = run_differences(have, suite)
+        base = _items(have[0], suite, table)
+        for e in have[1:]:
+            if diffs:
+                ch = {"verdict": "not comparable", "reason": "the runs differ in " + ", ".join(d["what"] for d in diffs)}
+            else:
+                other = _items(e, suite, table)
+                ch = (paired_change(base, other) if base is not None and other is not None else
+                      {"verdict": "cannot tell", "reason": f"{table}.parquet missing in a run folder"})
+            out["change"][e.label] = ch
+            change_rows.append({"model": e.label, "against": have[0].label, "change, points": ch.get("change"),
+                                "95% CI": interval_text(ch.get("ci_low"), ch.get("ci_high")), "verdict": ch["verdict"],
+                                "why": ch.get("reason", "")})
+        tables = [Table(f"{title}: every entry per model", pd.DataFrame(rows))]
+        if change_rows:
+            tables.append(Table(f"{title}: change in the share where {what}, against {have[0].label}",
+                                pd.DataFrame(change_rows)))
+        intro = (f"Each model's entries (the first is the headline); then each model against the first on the same "
+                 f"items: the change in the share where {what}, paired item by item, with a t-interval over the "
+                 "templates the items share.")
+        return [Section(f"{title} per model", intro, tables=tables)], out
+
+    def lines(metrics: dict[str, Any]) -> list[str]:
+        out = [f"{suite} {label}: {metrics.get('headline_name')} {v:.1f}" for label, v in
+               (metrics.get("headline") or {}).items() if v is not None]
+        for label, ch in (metrics.get("change") or {}).items():
+            if ch.get("change") is not None:
+                out.append(f"{suite} {label}: change {estimate(ch['change'], ch['ci_low'], ch['ci_high'], signed=True)}"
+                           f" points, {ch['verdict']}")
+            else:
+                out.append(f"{suite} {label}: {ch['verdict']} ({ch.get('reason', '')})")
+        return out
+
+    return SuiteComparison(section, lines)

@@ -1,0 +1,90 @@
+"""WinoBias: every sentence of the authors' eight files paired with its twin (brackets stripped),
+the schemas, the statistics by hand, bad input, and the suite end to end on the fake backend."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import biaslens
+from biaslens.datasets.winobias import WinoBiasError, read_winobias
+from biaslens.metrics.pair_preference import mean_difference
+
+
+def test_every_sentence_of_the_authors_files_is_paired(reference_dir):
+    folder = reference_dir / "beyond" / "winobias"
+    twins = read_winobias(folder)
+    assert len(twins) == 1584 and twins["schema"].nunique() == 792
+    for t in (1, 2):
+        for split in ("dev", "test"):
+            sub = twins[(twins["type"] == t) & (twins["split"] == split)]
+            for side in ("pro", "anti"):
+                raw = (folder / f"{side}_stereotyped_type{t}.txt.{split}").read_text().splitlines()
+                assert len(raw) == len(sub) == 396
+                want = [" ".join(line.split(" ", 1)[1].replace("[", " ").replace("]", " ").split()) for line in raw]
+                assert sub[side].tolist() == want  # every sentence, in order, brackets stripped
+    assert not twins["pro"].str.contains(r"[\[\]]").any() and not twins["anti"].str.contains(r"[\[\]]").any()
+    # a schema's two sentences name the same two occupations (the first words of the first)
+    first = twins.groupby("schema")["pro"].apply(lambda s: {w.lower() for w in " ".join(s).split()})
+    assert (first.apply(len) > 0).all()
+    assert int((~twins["minimal"]).sum()) == 19
+    assert read_winobias().equals(twins)  # the shipped copy is the authors'
+
+
+def test_ids_out_of_step_name_file_and_line(tmp_path):
+    for side in ("pro", "anti"):
+        (tmp_path / f"{side}_stereotyped_type1.txt.dev").write_text(
+            "1 [The nurse] met the cook because [she] was late.\n2 The nurse met [the cook] because [he] was late.\n"
+            if side == "pro" else
+            "1 [The nurse] met the cook because [he] was late.\n3 The nurse met [the cook] because [she] was late.\n")
+    with pytest.raises(WinoBiasError, match=r"anti_stereotyped_type1.txt.dev:2: id 3, but line 2"):
+        read_winobias(tmp_path, types=(1,), splits=("dev",))
+    (tmp_path / "anti_stereotyped_type1.txt.dev").write_text("x\n")
+    with pytest.raises(WinoBiasError, match=r"anti_stereotyped_type1.txt.dev:1: expected '<id> <sentence>'"):
+        read_winobias(tmp_path, types=(1,), splits=("dev",))
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("winobias") / "run"
+    res = biaslens.run(suite="winobias", model="fake", out=str(out), use_cache=False,
+                       console=Console(file=io.StringIO()))
+    return out, res
+
+
+def test_run_on_the_fake_backend(fake_run):
+    out, _ = fake_run
+    twins = pd.read_parquet(out / "twins.parquet")
+    d = twins["score_pro"] - twins["score_anti"]
+    m = json.loads((out / "metrics.json").read_text())
+    head = m["entries"][0]
+    gap = 100 * ((d > 0).mean() - (d < 0).mean())
+    assert head["name"] == "pro_anti_gap" and head["value"] == pytest.approx(gap) and head["ideal"] == 0
+    by_hand = mean_difference(100 * np.sign(d.to_numpy()), twins["schema"].to_numpy())
+    assert (head["ci_low"], head["ci_high"]) == pytest.approx((by_hand["ci_low"], by_hand["ci_high"]))
+    assert head["df"] == 791 and "schemas" in head["interval"]
+    names = [e["name"] for e in m["entries"]]
+    assert {"share_pro.1.dev", "share_pro.2.test", "share_pro.1", "share_pro.2"} <= set(names)
+    for e in m["entries"]:
+        assert e["verdict"] in ("detected", "not_detected", "cannot_tell") and e["test"] and e["level"], e
+    assert "95% CI" in m["verdict"] and m["n_not_minimal"] == 19
+
+
+def test_report_names_are_in_the_glossary(fake_run):
+    from biaslens.report.glossary import NOT_METRICS, lookup
+    from biaslens.report.html import shown_names
+    from biaslens.report.winobias import sections
+    from biaslens.results import MetricEntry, SuiteResult
+
+    out, _ = fake_run
+    m = json.loads((out / "metrics.json").read_text())
+    sr = SuiteResult(metrics=m, entries=[MetricEntry(**e) for e in m["entries"]], verdict=m["verdict"],
+                     tables={"cells": pd.DataFrame(m["cells"]), "types": pd.DataFrame(m["types"])})
+    names = shown_names(sections(sr, pd.read_parquet(out / "twins.parquet")))
+    unknown = [n for n in names if lookup(n) is None and n not in NOT_METRICS]
+    assert not unknown
