@@ -25,7 +25,10 @@ class MetricEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="metric name, e.g. 'likelihood_bias' or 'full_gen_bias'")
+    name: str = Field(description="metric name, e.g. 'likelihood_bias' or 'full_gen_bias'; never carries a model, so "
+                      "that two models' entries name the same metric")
+    model: str | None = Field(None, description="the model the entry measures, in a run that measures several "
+                              "(community, FairPair); null: the run's model")
     value: float | None = Field(description="the point estimate; null when it cannot be computed")
     ci_low: float | None = Field(None, description="lower end of the interval (null: none)")
     ci_high: float | None = Field(None, description="upper end of the interval (null: none)")

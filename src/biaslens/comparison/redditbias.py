@@ -32,21 +32,32 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
         m = e.metrics["redditbias"]
         for bt in m.get("bias_types", []):
             r = m.get(bt) or {}
+            d_ci = r.get("d_ci") or [None, None]
             rows.append({"model": e.label, "bias_type": bt, "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
-                         "n_pairs": r.get("n_pairs"), "source": r.get("source"), "split": m.get("split")})
+                         "n_pairs": r.get("n_pairs"), "d": r.get("cohens_d"), "d_ci_low": d_ci[0], "d_ci_high": d_ci[1],
+                         "source": r.get("source"), "split": m.get("split")})
         lp = m.get("lm_perplexity") or {}
         ppl_rows.append({"model": e.label, "perplexity": lp.get("perplexity"), "file": lp.get("file"),
                          "n_lines": lp.get("n_lines")})
     t = pd.DataFrame(rows)
     ppl = pd.DataFrame(ppl_rows)
-    wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
-    metrics = {"t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
+    # t grows with the square root of the number of pairs: runs of different sizes are compared by the
+    # size-free effect size d (same mean gap, ten times the pairs: about three times the t)
+    sizes = {bt: sorted({int(n) for n in g["n_pairs"] if pd.notna(n)}) for bt, g in t.groupby("bias_type", sort=False)} \
+        if len(t) else {}
+    by = "d" if any(len(v) > 1 for v in sizes.values()) else "t"
+    wide = t.pivot_table(index="bias_type", columns="model", values=by, sort=False) if len(t) else pd.DataFrame()
+    t_wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
+    metrics = {"compared_by": by, "n_pairs": sizes,
+               "t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in t_wide.iterrows()},
+               "d": {bt: {r["model"]: [finite_or_none(r[k]) for k in ("d", "d_ci_low", "d_ci_high")]
+                          for r in g.to_dict("records")} for bt, g in t.groupby("bias_type", sort=False)} if len(t) else {},
                "p": {r["bias_type"]: {} for r in rows},
                "lm_perplexity": {r["model"]: finite_or_none(r["perplexity"]) for r in ppl_rows}}
     for r in rows:
         metrics["p"][r["bias_type"]][r["model"]] = finite_or_none(r["p"])
     change_rows, metrics["change"] = redditbias_changes(have)
-    return [compare_section(t, ppl, wide, pd.DataFrame(change_rows))], metrics
+    return [compare_section(t, ppl, wide, pd.DataFrame(change_rows), by=by, sizes=sizes)], metrics
 
 
 def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -92,13 +103,22 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
 
 
 def redditbias_lines(metrics: dict[str, Any]) -> list[str]:
-    """The terminal lines of ``biaslens compare``: t per bias type and model, LM perplexity."""
-    from biaslens.rounding import number
+    """The terminal lines of ``biaslens compare``: t per bias type and model (d with its interval
+    when the runs scored different numbers of pairs), LM perplexity."""
+    from biaslens.rounding import estimate, number
 
     lines = []
-    for bias_type, by_model in (metrics.get("t") or {}).items():
-        cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
-        lines.append(f"{bias_type}: t = {cells}")
+    if metrics.get("compared_by") == "d":
+        sizes = "; ".join(f"{bt} {'/'.join(map(str, n))}" for bt, n in (metrics.get("n_pairs") or {}).items())
+        lines.append(f"RedditBias: the runs scored different numbers of pairs ({sizes}); t grows with the number of "
+                     "pairs, so they are compared by the size-free effect size d (95% CI)")
+        for bias_type, by_model in (metrics.get("d") or {}).items():
+            cells = ", ".join(f"{m}: {estimate(*v, signed=True, label='')}" for m, v in by_model.items())
+            lines.append(f"{bias_type}: d = {cells}")
+    else:
+        for bias_type, by_model in (metrics.get("t") or {}).items():
+            cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
+            lines.append(f"{bias_type}: t = {cells}")
     for model, ppl in (metrics.get("lm_perplexity") or {}).items():
         if ppl is not None:
             lines.append(f"LM perplexity {model}: {number(ppl)}")

@@ -82,6 +82,23 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
+def headline_changes(entries: list[Entry], metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """suite -> model -> the change of the suite's headline against the first model
+    (:func:`biaslens.comparison.change.method_change`, with the suite's paired verdict where its
+    section made one): what the terminal lines, ``--json`` and the regression gate read."""
+    from biaslens.comparison.change import method_change
+
+    first, out = entries[0], {}
+    for suite in first.runs:
+        if suite.startswith("downstream"):
+            continue
+        for e in entries[1:]:
+            if suite in e.runs:
+                paired = ((metrics.get(suite) or {}).get("fgb_change_vs_first") or {}).get(e.label)
+                out.setdefault(suite, {})[e.label] = method_change(suite, first, e, paired=paired)
+    return out
+
+
 def _build(build: Callable, entries: list[Entry], options: CompareOptions):
     import inspect
 
@@ -144,6 +161,7 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
     if not sections:
         raise ConfigError("compare: none of the runs has metrics a comparison section knows "
                           f"({', '.join(builders)})")
+    metrics["changes"] = headline_changes(entries, metrics)
     diffs = run_differences(entries)
     metrics["differences"] = diffs
     sections.insert(0, report.differences_section(diffs))

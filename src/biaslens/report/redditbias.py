@@ -126,11 +126,24 @@ REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type, minorit
 
 
 def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
-                       changes: pd.DataFrame | None = None) -> Section:
+                    changes: pd.DataFrame | None = None, *, by: str = "t",
+                    sizes: dict[str, list[int]] | None = None) -> Section:
     """t-values per bias type (paper Figure 1a) and LM perplexity (Figure 1b): ``t`` one row per
-    model and bias type, ``ppl`` one row per model, ``wide`` the t-values as bias type x model;
+    model and bias type, ``ppl`` one row per model, ``wide`` the compared value (``by``: "t", or
+    "d" when the runs scored different numbers of pairs, ``sizes``) as bias type x model;
     ``changes`` the paired before/after tests against the first model."""
-    figures = [grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
+    intro = REDDITBIAS_INTRO
+    if by == "d":
+        figures = [grouped_bars(wide, "effect size d_z (minoritized - dominant)",
+                                "LMB effect size d per bias type (the runs differ in size: t is not comparable)")]
+        intro += (" The runs scored different numbers of phrase pairs ("
+                  + "; ".join(f"{bt} {'/'.join(map(str, n))}" for bt, n in (sizes or {}).items())
+                  + "): a t-value grows with the square root of the number of pairs, so the same bias gives a larger "
+                  "t in the larger run. The figure shows the size-free effect size d instead; the table keeps t.")
+        t = t.assign(**{"d 95% CI": intervals(t["d_ci_low"], t["d_ci_high"])}).drop(columns=["d_ci_low", "d_ci_high"])
+    else:
+        figures = [grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
+        t = t.drop(columns=[c for c in ("d", "d_ci_low", "d_ci_high") if c in t.columns])
     if ppl["perplexity"].notna().any():
         figures.append(perplexity_bars(ppl.dropna(subset=["perplexity"]), "LM perplexity (paper Figure 1b)"))
     tables = [Table("t-value per bias type", t), Table("LM perplexity", ppl)]
@@ -139,4 +152,4 @@ def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
                             "Per phrase pair, the gap ppl_minoritized - ppl_dominant in each model; paired t-test "
                             "of after vs before over the pairs, with the median change and its distribution-free "
                             "interval. \"towards 0\" = the mean gap shrank significantly (alpha 0.05)."))
-    return Section("RedditBias: bias and perplexity", REDDITBIAS_INTRO, tables=tables, figures=figures)
+    return Section("RedditBias: bias and perplexity", intro, tables=tables, figures=figures)

@@ -368,7 +368,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
         pair = f"{r['demographic_a']} - {r['demographic_b']}"
         kws = f"{int(r['n_keywords_a'])} / {int(r['n_keywords_b'])} keywords"
         entries.append(MetricEntry(
-            name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=lo, ci_high=hi,
+            name=f"largest_{score}_gap", model=str(model), value=r["gap"], ci_low=lo, ci_high=hi,
             interval=f"simultaneous 95% over {plural(m, 'pair')} (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
                      "(CR2, Bell-McCaffrey df)",
             higher_is_better=None, ideal=0.0,

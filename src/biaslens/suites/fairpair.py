@@ -419,10 +419,10 @@ class FairPair(Suite):
             for dissim, t in info["table3"].items():
                 test = info["tests"].get(dissim, {})
                 entries.append(MetricEntry(
-                    name=f"F.{dissim}" + (f".{model}" if len(metrics["models"]) > 1 else ""), value=t["F"],
+                    name=f"F.{dissim}", model=str(model) if len(metrics["models"]) > 1 else None, value=t["F"],
                     ideal=1.0, higher_is_better=None, n_used=t["n_prompts"], n_missing=t["n_undefined_F"],
-                    description=f"{model}: B / V for {dissim} (1: the counterfactual differs no more than the model's "
-                                f"own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
+                    description=f"{model}: B^2 / (V_A V_B) for {dissim} (1: the counterfactual differs no more than "
+                                f"the model's own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
         verdict = " ".join(metrics["verdicts"].values()) or None
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=res, verdict=verdict)
 
