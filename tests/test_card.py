@@ -26,11 +26,8 @@ def _quiet():
 
 
 @pytest.fixture(scope="module")
-def fake_card(tmp_path_factory, style_encoder):
-    out = tmp_path_factory.mktemp("card") / "fake"
-    cache = tmp_path_factory.mktemp("card-cache")
-    card = make_card({"model": "fake", "cache_dir": str(cache)}, out=out, budget="smoke", console=_quiet())
-    return out, card
+def fake_card(fake_smoke_card):
+    return fake_smoke_card  # conftest: made once per session
 
 
 def test_fake_card_runs_every_method_with_verdicts(fake_card):
