@@ -95,7 +95,10 @@ class RunRecord(BaseModel):
     suite: str
     status: Literal["running", "complete", "failed"] = Field(
         description="'complete' only after every file of the run was written")
-    error: str | None = None
+    error: str | None = Field(None, description="the failure's message, as the terminal showed it")
+    error_kind: str | None = Field(None, description="the kind of failure: bad_input, model, server_timeout, "
+                                   "server_overloaded, server_error, server_unreachable, scorer, disk_full, analysis, "
+                                   "interrupted, internal")
     started: str
     elapsed_seconds: float
     config: dict[str, Any] = Field(default_factory=dict, description="the RunConfig, as JSON")

@@ -193,8 +193,14 @@ class RedditBias(Suite):
                 name=f"cohens_d.{r.bias_type}", value=r.cohens_d, ci_low=r.d_ci_low, ci_high=r.d_ci_high,
                 interval="95% t-interval of the paired effect size d_z", higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired effect size"))
+        warnings = list((ctx.record.get("lm_eval") or {}).get("warnings", []))
+        note = template_note(metrics)
+        if note:
+            warnings.append(note[0].upper() + note[1:] + ".")
+            metrics["warnings"] = [*metrics.get("warnings", []), *warnings]
+        verdict = lmb_verdict(overview)
         return SuiteResult(metrics=metrics, entries=entries + t_entries, tables={"lmb": lmb}, analysis=lmb,
-                           verdict=lmb_verdict(overview), warnings=(ctx.record.get("lm_eval") or {}).get("warnings", []))
+                           verdict=f"{verdict} ({note})" if verdict and note else verdict, warnings=warnings)
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
         from biaslens.report.redditbias import render
@@ -246,6 +252,16 @@ def _count_text(o: dict[str, Any]) -> str:
     return text + f" (p < {a:g} per type, as the paper; after Holm's correction over the {m} types: {holm})"
 
 
+def template_note(metrics: dict[str, Any]) -> str:
+    """What a run without RedditBias data measured, for its verdict and warnings ('' with data)."""
+    types = [bt for bt in metrics.get("bias_types", []) if (metrics.get(bt) or {}).get("source") == "templates"]
+    if not types:
+        return ""
+    which = "every bias type" if len(types) == len(metrics.get("bias_types", [])) else ", ".join(types)
+    return (f"measured on template phrases made from the bias specifications ({which}), not on the paper's "
+            "Reddit comments: pass --data-dir with a RedditBias checkout for those")
+
+
 def lmb_verdict(o: dict[str, Any]) -> str | None:
     """The run in one sentence: how many bias types are significant, in which direction, and the
     largest effect with its simultaneous interval; "cannot tell" when no type is significant."""
@@ -276,7 +292,8 @@ def _print_summary(console, lmb: pd.DataFrame, metrics: dict) -> None:
     console.print(table)
     verdict = lmb_verdict(metrics.get("overview") or {"n_types": 0})
     if verdict:
-        console.print(f"RedditBias: {verdict}", soft_wrap=True)
+        note = template_note(metrics)
+        console.print(f"RedditBias: {verdict}" + (f" ({note})" if note else ""), soft_wrap=True)
     if "lm_perplexity" in metrics:
         console.print(f"LM perplexity on {metrics['lm_perplexity']['file']}: {number(metrics['lm_perplexity']['perplexity'])}")
     console.print("Welch's t and every other number: lmb.csv and metrics.json")
