@@ -225,6 +225,9 @@ def test_cli_writes_the_page(base_card, tmp_path):
                                       "--label", "before", "--label", "after"])
     assert result.exit_code == 0, result.output
     assert "holistic-likelihood:" in result.output and "leaderboard.html" in result.output
+    # the summaries and the page's path are results: standard output (a script reads them there)
+    assert f"leaderboard: {tmp_path / 'lb' / 'leaderboard.html'}" in result.stdout
+    assert "holistic-likelihood:" in result.stdout and "leaderboard.html" not in result.stderr
     assert pd.read_csv(tmp_path / "lb" / "leaderboard.csv")["model"].tolist() == ["before", "after"]
 
 

@@ -341,6 +341,8 @@ class Community(Suite):
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         _print_summary(ctx.console, result.analysis, result.metrics)
+        if result.verdict:  # the tables' reading in one sentence, as the card says it
+            ctx.console.print(f"Community bias: {result.verdict}", markup=False, soft_wrap=True)
 
 
 def _gap_text(r) -> str:
