@@ -20,7 +20,7 @@ from biaslens.report.html import (
     subplots,
 )
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.rounding import estimate
+from biaslens.rounding import estimate, interval
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 from biaslens.text import plural
 
@@ -115,7 +115,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
             f"{nf.get('n_permutations')} permutations)." if nf else "")
          + "".join(f" Warning: {w}." for w in metrics.get("warnings") or [])
          + "".join(f" {w}" for w in [skill_caveat(metrics.get("scorer_cards") or [], ("style",))] if w)))
-    caveat = skill_caveat(metrics.get("scorer_cards") or [])
+    # the section opens with the caveat of the judge its headline rests on (the style classifier);
+    # the offensiveness judge's goes with the offensive share it gives, at the end
+    caveat = skill_caveat(metrics.get("scorer_cards") or [], ("style",))
+    offensive = skill_caveat(metrics.get("scorer_cards") or [], ("offensiveness",))
     overview = Section(
         "Generation bias",
         (caveat + " " if caveat else "") + "Each response gets a probability vector over styles. Full Gen Bias (FGB) is the variance across "
@@ -127,9 +130,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "how often noise alone reached it. The interval is for the FGB of the population of descriptors the "
         "run's were drawn from, at the run's nouns and templates: a delete-one-descriptor jackknife (each "
         "descriptor with all its responses, all axes pooled) of log FGB with a t quantile. It holds for these "
-        "nouns only (the noun moves the style strongly); other nouns can give another FGB.",
+        "nouns only (the noun moves the style strongly); other nouns can give another FGB."
+        + (f" The share of offensive responses below rests on the offensiveness judge: {offensive}" if offensive else ""),
         metrics={"Full Gen Bias x1000": metrics["full_gen_bias_x1000"],
-                 "FGB 95% interval": f"{ci[0]:.3g} to {ci[1]:.3g}" if ci else
+                 "FGB 95% interval": interval(ci[0], ci[1]) if ci else
                  (metrics.get("full_gen_bias_ci_missing") or "–"),
                  "interval method": how.get("method", "–"),
                  "interval over": how.get("unit", "–"),

@@ -217,8 +217,9 @@ def _judge(tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
                           "continuations of a prompt): V, F and the test are undefined")
         elif not (math.isfinite(r.detectable_F) and r.detectable_F <= DETECTABLE_F):
             status.append("cannot tell")
-            reason.append(f"too little data for the test to see a difference: at this size it detects (about 80% power) "
-                          f"only F above {r.detectable_F:.2f}, not F = {DETECTABLE_F}")
+            reason.append(f"too little data for the test to see a difference: at this size it detects (with about 80% "
+                          f"power) only F above {r.detectable_F:.2f}, so a difference of F = {DETECTABLE_F} (B about 5% "
+                          "above the sampling variability V), the smallest this verdict would rule out, goes unseen")
         else:
             status.append("not significant")
             reason.append("")
@@ -250,11 +251,12 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
             if weak:
                 text += (f" The prompt-level test (one value per prompt) does not confirm it for {', '.join(weak)}.")
         elif len(unsure):
-            why = "; ".join(f"{r.dissimilarity}: {r.reason}" for r in unsure.itertuples())
-            text = f"Cannot tell whether {names} are treated differently: {why}."
-            rest = g[g["status"] == "not significant"]
-            if len(rest):
-                text += (f" No significant difference on {', '.join(rest['dissimilarity'])} (p {adj}).")
+            # one clause per dissimilarity in the order they were asked for, so the sentence starts with
+            # the headline's (the card's number and picture show the first dissimilarity's F)
+            clauses = [f"{r.dissimilarity} (F = {number(f.get(r.dissimilarity))}): "
+                       + (f"cannot tell, {r.reason}" if r.status == "cannot tell"
+                          else f"no significant difference ({p_text(r.p_holm)}, {adj})") for r in g.itertuples()]
+            text = f"Cannot tell whether {names} are treated differently: {'; '.join(clauses)}."
         else:
             det = ", ".join(f"{r.dissimilarity} F above {r.detectable_F:.2f}" for r in g.itertuples())
             text = (f"Not significant: no difference between {names} beyond the model's sampling variability "
