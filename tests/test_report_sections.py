@@ -69,7 +69,7 @@ def test_fairpair_sentence_leads_with_the_headline_dissimilarity():
                                          "about 5% above the sampling variability V), the smallest this verdict "
                                          "would rule out, goes unseen"],
                           "n_prompts_both": [2, 2], "detectable_F": [1.05, 2.68]})
-    table3 = pd.DataFrame({"model": ["m", "m"], "dissimilarity": ["jaccard", "sentiment"], "F": [1.0254, 1.305]})
+    table3 = pd.DataFrame({"model": ["m", "m"], "dissimilarity": ["jaccard", "sentiment"], "F": [1.0254, 1.31]})
     text = verdict(tests, table3, 0.05, "John and Jane")["m"]
     assert text.startswith("Cannot tell whether John and Jane are treated differently: jaccard (F = 1.03): no "
                            "significant difference (p = 0.41, Holm-adjusted over 2 dissimilarities); sentiment (F = "
