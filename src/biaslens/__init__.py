@@ -25,7 +25,7 @@ _LAZY = {
     "compare_cards": "biaslens.bias_card:compare_cards",
     "leaderboard": "biaslens.card_leaderboard:leaderboard",
     "compare": "biaslens.comparison.runs:compare_runs",
-    "compare_gate": "biaslens.comparison.change:compare_gate",
+    "compare_gate": "biaslens.comparison.gate:compare_gate",
     "check_backend": "biaslens.engine.backend_check:check_backend",
     "debias": "biaslens.mitigation.redditbias:debias",
     "debias_grid": "biaslens.mitigation.redditbias:run_grid",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from biaslens.comparison.entries import Entry, finite_or_none, interval_change_verdict, run_differences
@@ -180,28 +179,3 @@ def print_gate(result: GateResult, stream=None) -> None:
     stream.write(f"gate: {decision}\n")
     stream.flush()
 
-
-def compare_gate(before: str | Path, after: str | Path, *, out: str | Path | None = None,
-                 labels: list[str] | None = None, intersection: bool = False) -> GateResult:
-    """The bias regression gate in Python (``biaslens compare BEFORE AFTER --fail-on worse``):
-    compare two bias cards method by method, or two runs (or model folders) suite by suite,
-    write the comparison page, and decide. ``exit_code``: 1 when a method got distinguishably
-    worse, 2 when the two cannot be compared (a card with a run, different sizes, data,
-    decoding or scorer), else 0; ``lines``: one reason per method.
-
-    >>> decision = biaslens.compare_gate("runs/card-current", "runs/card-new")   # doctest: +SKIP
-    >>> sys.exit(decision.exit_code)                                             # doctest: +SKIP
-    """
-    from biaslens.bias_card import compare_cards, is_card
-    from biaslens.comparison.runs import compare_runs
-    from biaslens.config import ConfigError
-
-    try:
-        if is_card(before) and is_card(after):
-            result = gate(compare_cards(before, after, out=out)["methods"])
-        else:
-            metrics = compare_runs([before, after], out, labels, intersection=intersection, min_models=2)
-            result = gate([c for by_model in (metrics.get("changes") or {}).values() for c in by_model.values()])
-    except ConfigError as e:  # the comparison itself was refused: not comparable
-        return GateResult(2, [f"not comparable: {e}"], [])
-    return result
