@@ -256,7 +256,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
                 paired = ((m.get(suite) or {}).get("fgb_change_vs_first") or {}).get("after")
             except ConfigError as e:
                 paired = {"verdict": "not comparable", "reason": str(e)}
-        rows.append(base | method_change(suite, *entries, paired=paired))
+        rows.append(base | method_change(suite, entries[0], entries[1], paired=paired))
     result = {"format_version": CARD_FORMAT_VERSION, "before": {"card": str(before), "model": cb.get("model"),
                                                                   "budget": cb.get("budget")},
               "after": {"card": str(after), "model": ca.get("model"), "budget": ca.get("budget")},

@@ -141,7 +141,8 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
             e.label = f"{e.label} #{seen[e.label]}"
         else:
             seen[e.label] = 1
-    sections, metrics = [], {"suite": "compare", "entries": [
+    sections: list[Section] = []
+    metrics: dict[str, Any] = {"suite": "compare", "entries": [
         {"label": e.label, "runs": {k: str(v) for k, v in e.runs.items()},
          "debias": {k: e.debias.get(k) for k in ("method", "bias_type", "lm_weight", "debias_weight", "base_model")}
          if e.debias else None} for e in entries]}

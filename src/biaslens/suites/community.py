@@ -341,7 +341,7 @@ class Community(Suite):
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         _print_summary(ctx.console, result.analysis, result.metrics)
-        if result.verdict:  # the tables' reading in one sentence, as the card says it
+        if result.verdict and ctx.console is not None:  # the tables' reading in one sentence, as the card says it
             ctx.console.print(f"Community bias: {result.verdict}", markup=False, soft_wrap=True)
 
 
