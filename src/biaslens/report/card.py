@@ -101,7 +101,7 @@ def headline_figure(methods: list[dict[str, Any]]):
         if ref is not None:
             ax.axvline(ref, color="#333", ls="--", lw=1)
             short = ref_label.split(" (")[0]  # "chance level (0.05: ...)" -> "chance level"
-            ax.text(ref, 0.93, f" {short} {number(ref)}", color="#333", fontsize=7.5, va="top", ha="left")
+            ax.text(ref, 0.93, f" {short} {float(f'{ref:.3g}'):g}", color="#333", fontsize=7.5, va="top", ha="left")
         # a floor on the scale: a value without an interval, near its reference, must not look far from it
         span = max(max(xs) - min(xs), 0.1 * max(abs(x) for x in xs)) or 1.0
         mid = (max(xs) + min(xs)) / 2

@@ -194,10 +194,7 @@ class RedditBias(Suite):
                 interval="95% t-interval of the paired effect size d_z", higher_is_better=None, ideal=0.0, **counts,
                 description=f"{r.bias_type}: paired effect size"))
         warnings = list((ctx.record.get("lm_eval") or {}).get("warnings", []))
-        note = template_note(metrics)
-        if note:
-            warnings.append(note[0].upper() + note[1:] + ".")
-            metrics["warnings"] = [*metrics.get("warnings", []), *warnings]
+        note = template_note(metrics)  # in the verdict, so the card's sentence says it too
         verdict = lmb_verdict(overview)
         return SuiteResult(metrics=metrics, entries=entries + t_entries, tables={"lmb": lmb}, analysis=lmb,
                            verdict=f"{verdict} ({note})" if verdict and note else verdict, warnings=warnings)
