@@ -10,7 +10,7 @@ import pandas as pd
 
 from biaslens.comparison.entries import Entry, finite_or_none
 from biaslens.config import ConfigError
-from biaslens.report.html import Section, interval_text
+from biaslens.report.html import Section
 from biaslens.report.redditbias import compare_section
 
 
@@ -89,17 +89,25 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
                 out.setdefault(bt, {}).setdefault(e.label, {})[view] = ch
                 rows.append({"model": e.label, "against": entries[0].label, "bias_type": bt, "view": view,
                              "pairs": ch.get("n_pairs"), "mean gap before": ch.get("mean_gap_before"),
-                             "mean gap after": ch.get("mean_gap_after"), "mean change": ch.get("mean_change"),
-                             "95% CI": interval_text(*(ch.get("mean_change_ci") or [None, None])),
-                             "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
-                             "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
+                             "mean gap after": ch.get("mean_gap_after"),
+                             # each change to the precision of its interval, as every other table
+                             **_with_ci("mean change", "95% CI", ch.get("mean_change"), ch.get("mean_change_ci")),
+                             "t": ch.get("t"), "p": ch.get("p"),
+                             **_with_ci("median change", "median 95% CI", ch.get("median_change"),
+                                        ch.get("median_change_ci")),
                              "sign test p": ch.get("sign_test_p"),
-                             "log-ratio change": ch.get("log_ratio_change"),
-                             "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
+                             **_with_ci("log-ratio change", "log-ratio 95% CI", ch.get("log_ratio_change"),
+                                        ch.get("log_ratio_change_ci")),
                              "log-ratio p": ch.get("log_ratio_p"),
                              "verdict": (f"{ch['verdict']}: {ch['reason']}" if "reason" in ch
                                          else f"{ch['verdict']} (by the {ch['verdict_basis']})")})
     return rows, out
+
+
+def _with_ci(name: str, ci_name: str, value: Any, ci: Any) -> dict[str, str]:
+    from biaslens.rounding import value_and_interval
+
+    return dict(zip((name, ci_name), value_and_interval(value, *(ci or [None, None]), signed=True)))
 
 
 def redditbias_lines(metrics: dict[str, Any]) -> list[str]:

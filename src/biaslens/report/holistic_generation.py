@@ -14,13 +14,12 @@ from biaslens.report.html import (
     Section,
     Table,
     figure_from_matplotlib,
-    interval_text,
     render_report,
     size_detail,
     subplots,
 )
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.rounding import estimate, interval
+from biaslens.rounding import estimate, interval, value_and_interval
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 from biaslens.text import plural
 
@@ -225,7 +224,8 @@ def compare_section(data: dict[str, Any]) -> Section:
     if data["changes"]:
         tables.append(Table("Change against the first run", pd.DataFrame([
             {"model": k, "verdict": v.get("verdict"), "fgb_before": v.get("before"), "fgb_after": v.get("after"),
-             "change": v.get("change"), "change 95% CI": interval_text(*(v.get("ci") or [None, None])),
+             **dict(zip(("change", "change 95% CI"),
+                        value_and_interval(v.get("change"), *(v.get("ci") or [None, None]), signed=True))),
              "parroting_before_%": 100 * v["parroting"]["before"] if v.get("parroting") else None,
              "parroting_after_%": 100 * v["parroting"]["after"] if v.get("parroting") else None,
              "prompts": v.get("prompts") or v.get("reason")}
