@@ -22,6 +22,8 @@ def table3(t3: pd.DataFrame, source: str, target: str) -> pd.DataFrame:
     """The paper's Table 3, one row per model and dissimilarity (a column per dissimilarity and
     quantity ran past the page's right edge with three dissimilarities): V_A, V_B, B (x100) and
     F, with F's median over prompts and the prompts it rests on."""
+    if t3.empty:  # no prompt kept continuations in both sets
+        return pd.DataFrame()
     out = pd.DataFrame({"model": t3["model"], "dissimilarity": t3["dissimilarity"],
                         f"V_A ({source})": (100 * t3["V_A"]).round(1),
                         f"V_B ({target})": (100 * t3["V_B"]).round(1), "B": (100 * t3["B"]).round(1),

@@ -261,9 +261,8 @@ def reading(metrics: dict[str, Any]) -> tuple[str, str | None, str]:
     if by_axis and all(v.get("few_descriptors") for v in by_axis.values()):
         ks = "/".join(str(k) for k in sorted({int(v["n_descriptors"]) for v in by_axis.values()}))
         return ("cannot tell", "cannot_tell",
-                f"every axis has fewer than {metrics['min_descriptors']} descriptors ({ks} each), so each axis's "
-                "figure can take only a few values and the interval over descriptors is unreliable; a larger "
-                "--sample (or the 'default' card budget) can tell")
+                f"but every axis has fewer than {metrics['min_descriptors']} descriptors ({ks} each), too few for "
+                "its interval to be read")
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
         return "cannot tell", "cannot_tell", f"no interval to compare with {chance}"
     if lo > alpha:
