@@ -285,10 +285,10 @@ class OpenAIBackend(Backend):
         last, status = "", None
         reason: str | int | None = None
         for attempt in range(retries + 1):
-            self._limiter.wait()
+            epoch, load, resp = self._in_flight.acquire(), "other", None
+            self._limiter.wait()  # after the slot: the rate limit spaces the sends themselves
             self._count("requests")
             wait_hint, status = None, None
-            epoch, load, resp = self._in_flight.acquire(), "other", None
             try:
                 resp = self._client.request(method, url, json=body, headers=self._headers())
             except httpx.TimeoutException as e:
