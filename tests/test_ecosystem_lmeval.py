@@ -38,6 +38,9 @@ def export(cli, tmp_path):
     r = cli("export", "lm-eval", "--suite", "holistic-likelihood", *SELECT, "--out", tmp_path / "task")
     assert r.exit_code == 0, r.output
     docs = [json.loads(ln) for ln in (tmp_path / "task" / f"{TASK}.jsonl").read_text().splitlines()]
+    asked = int(SELECT[SELECT.index("--sample") + 1])
+    if asked != len(docs):  # a stratified sample keeps whole groups: the line says how many were written
+        assert f"wrote {len(docs):,} texts ({asked:,} requested" in " ".join(r.output.split()), r.output
     return tmp_path / "task", docs
 
 

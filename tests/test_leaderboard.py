@@ -152,9 +152,9 @@ def test_noise_floor_and_degrees_of_freedom(base_card, tmp_path):
     assert _cell(res, "redditbias", "b")["noise_floor"] == 0.52
     assert res["table"]["redditbias: noise_floor"].tolist() == [0.41, 0.52]
     assert "noise floor" in (tmp_path / "out" / "leaderboard.html").read_text(encoding="utf-8")
-    # Likelihood Bias at smoke: 26 descriptors resampled within 13 axes -> 13
+    # Likelihood Bias at smoke: 30 descriptors (6 on each of 5 axes) resampled within the axes -> 25
     lb = _cell(res, "holistic-likelihood", "a")
-    assert lb["df"] == 13
+    assert lb["df"] == 25
     assert headline_df({"interval": "jackknife log-t, delete-one over 26 units: descriptor", "n_used": 100}, {}) == 25
     assert headline_df({"entries": [{"description": "fake: gender: man - woman, 7 / 6 keywords"}], "n_used": 41},
                        {}) == 5
@@ -225,6 +225,9 @@ def test_cli_writes_the_page(base_card, tmp_path):
                                       "--label", "before", "--label", "after"])
     assert result.exit_code == 0, result.output
     assert "holistic-likelihood:" in result.output and "leaderboard.html" in result.output
+    # the summaries and the page's path are results: standard output (a script reads them there)
+    assert f"leaderboard: {tmp_path / 'lb' / 'leaderboard.html'}" in result.stdout
+    assert "holistic-likelihood:" in result.stdout and "leaderboard.html" not in result.stderr
     assert pd.read_csv(tmp_path / "lb" / "leaderboard.csv")["model"].tolist() == ["before", "after"]
 
 

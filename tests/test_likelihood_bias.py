@@ -447,7 +447,9 @@ def test_headline_says_what_it_rests_on_when_its_axes_have_too_few_descriptors()
     _, m = analyse(two)
     m["model"] = "m"
     text = verdict(m)
-    assert text.startswith("bias detected: Likelihood Bias 1.00 (95% exact CI") and ") *: 100% of 4 descriptor pairs" in text
+    # 2 descriptors per axis: each axis 0 or 1, so "cannot tell" first, whatever the interval says
+    assert text.startswith("cannot tell: Likelihood Bias 1.00 (95% exact CI") and ") *: 100% of 4 descriptor pairs" in text
+    assert "but every axis has fewer than 5 descriptors (2 each), too few for its interval to be read" in text
     assert m["headline_caveat"] in text and f"rests on every axis with fewer than {m['min_descriptors']} descriptors (2 each)" in text
     console = Console(record=True, width=200)
     _print_summary(console, m)

@@ -247,8 +247,9 @@ def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
                            community={"n": 2, "n_bootstrap": 50, "max_new_tokens": 16, "min_new_tokens": 0,
                                       "dimensions": ["religion"]}).out
     out["fairpair"] = run(suite="fairpair", model="fake", out=root / "fairpair", use_cache=False,
+                          # all three dissimilarities (the default): the per-model table once ran past 1280 px
                           fairpair={"n_occupations": 2, "samples": 6, "max_new_tokens": 12,
-                                    "dissimilarities": ["jaccard", "sentiment"], "k_folds": 3}).out
+                                    "dissimilarities": ["jaccard", "sentiment", "embedding"], "k_folds": 3}).out
     # the comparison page of two of them (no model call): its tables and glossary are checked too
     from biaslens.comparison.runs import compare_runs
 

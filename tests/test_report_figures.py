@@ -113,8 +113,8 @@ def test_generation_scatter_labels_stay_inside_their_panels(keep_figure):
 def test_interval_cells_read_as_one_range():
     from biaslens.report.html import interval_text, intervals
 
-    assert interval_text(0.012345, 0.45678) == "0.0123 to 0.457"
-    assert interval_text(-1.5, 2) == "-1.5 to 2"
+    assert interval_text(0.012345, 0.45678) == "0.01 to 0.46"  # to the interval's precision
+    assert interval_text(-1.5, 2) == "-1.5 to 2.0"
     # a missing end is no interval: never "nan to 0.3" or "None to 0.3"
     assert interval_text(None, 0.3) == interval_text(float("nan"), 0.3) == interval_text(0.1, "x") == "–"
-    assert intervals([0.1, None], [0.2, 0.5]) == ["0.1 to 0.2", "–"]
+    assert intervals([0.1, None], [0.2, 0.5]) == ["0.10 to 0.20", "–"]

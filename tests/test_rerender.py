@@ -31,7 +31,7 @@ SUITES = {
     # sentiment and embedding: the two dissimilarities whose scorers a re-render must not call
     "fairpair": ({"fairpair": {"n_occupations": 2, "samples": 6, "max_new_tokens": 12, "k_folds": 3,
                                "dissimilarities": ["jaccard", "sentiment", "embedding"]}},
-                 "Per model and dissimilarity (fractions)", lambda m: "embedding"),
+                 "Per model and dissimilarity (V and B x100)", lambda m: "embedding"),
 }
 
 

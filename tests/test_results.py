@@ -25,7 +25,7 @@ def test_metrics_json_keeps_suite_keys_and_adds_the_uniform_part():
     assert out["schema_version"] == METRICS_SCHEMA_VERSION and out["suite"] == "holistic-likelihood"
     assert out["model"] == "fake" and out["verdict"] == "half the pairs differ"
     assert out["warnings"] == ["few descriptors"]
-    assert out["entries"][0] == {"name": "likelihood_bias", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+    assert out["entries"][0] == {"name": "likelihood_bias", "model": None, "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
                                  "interval": None, "higher_is_better": None, "ideal": None, "n_used": None,
                                  "n_missing": None, "description": "", "level": None, "df": None, "test": None,
                                  "p_value": None, "reference": None, "reference_label": None, "detectable": None,

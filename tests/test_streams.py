@@ -39,6 +39,15 @@ def test_run_results_on_stdout_progress_on_stderr(cli, tmp_path):
     assert "scoring sentences" not in r.stdout and "report:" not in r.stderr
 
 
+def test_a_repeated_run_says_what_came_from_the_cache(cli, tmp_path):
+    assert _fake_run(cli, tmp_path / "first").exit_code == 0
+    r = _fake_run(cli, tmp_path / "again")
+    assert r.exit_code == 0, r.output
+    n = len(__import__("pandas").read_parquet(tmp_path / "again" / "sentences.parquet")["text"].unique())
+    assert f"scoring sentences: {n:,} of {n:,} from the cache (all of them)" in " ".join(r.stderr.split())
+    assert "from the cache" not in r.stdout
+
+
 def test_run_json_is_one_object_with_the_headline(cli, tmp_path):
     out = tmp_path / "run"
     r = _fake_run(cli, out, "--json")

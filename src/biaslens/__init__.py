@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "leaderboard", "compare", "check_backend", "debias",
+__all__ = ["__version__", "run", "rerender", "card", "compare_cards", "leaderboard", "compare", "compare_gate", "check_backend", "debias",
            "debias_grid", "DebiasOptions", "TrainingConfig", "finetune_community", "tune_style_equality",
            "downstream_dst", "downstream_generation", "RunConfig", "load_model", "load_holistic_dataset",
            "build_sentences"]
@@ -25,6 +25,7 @@ _LAZY = {
     "compare_cards": "biaslens.bias_card:compare_cards",
     "leaderboard": "biaslens.card_leaderboard:leaderboard",
     "compare": "biaslens.comparison.runs:compare_runs",
+    "compare_gate": "biaslens.comparison.gate:compare_gate",
     "check_backend": "biaslens.engine.backend_check:check_backend",
     "debias": "biaslens.mitigation.redditbias:debias",
     "debias_grid": "biaslens.mitigation.redditbias:run_grid",

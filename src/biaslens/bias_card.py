@@ -63,11 +63,19 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
     """One card row from a finished suite folder's uniform metrics.json part."""
     metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
     entries = metrics.get("entries") or []
-    head = entries[0] if entries else {}
+    head = dict(entries[0]) if entries else {}
+    floor = metrics.get("noise_floor")
+    if head.get("reference") is None and isinstance(floor, dict):
+        # runs written before MetricEntry.reference: the permuted-label mean their verdict used
+        mean = next((v for k, v in floor.items() if k.endswith("permuted_mean") and isinstance(v, (int, float))), None)
+        if mean is not None:
+            head.update(reference=mean, reference_label="permuted-label noise floor")
     return {"suite": method.suite, "title": method.title, "status": "complete",
             "verdict": metrics.get("verdict") or "no verdict (this method's metrics carry none)",
             "headline": head.get("name"), "value": head.get("value"), "ci_low": head.get("ci_low"),
             "ci_high": head.get("ci_high"), "interval": head.get("interval"), "ideal": head.get("ideal"),
+            # what the sentence reads the number against, where it is not the ideal (noise floor, chance level)
+            "reference": head.get("reference"), "reference_label": head.get("reference_label"),
             "higher_is_better": head.get("higher_is_better"), "n_used": head.get("n_used"),
             "entries": entries, "warnings": metrics.get("warnings") or [],
             "scorer_cards": metrics.get("scorer_cards") or [], "report": f"{method.suite}/report.html"}
@@ -209,11 +217,14 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     thing (``biaslens compare``'s checks: dataset, prompt selection, decoding, scorer,
     perplexity definition); otherwise the row says "not comparable" and why. Where the
     suite has a paired comparison (generation bias: paired delete-one-descriptor jackknife),
-    that verdict is used; elsewhere a change needs non-overlapping 95% intervals.
+    that verdict is used; elsewhere a change needs non-overlapping 95% intervals. Each row's
+    ``outcome`` says whether the change is for the worse
+    (:func:`biaslens.comparison.change.method_change`); :func:`biaslens.comparison.change.gate`
+    turns the rows into the regression gate's decision.
     """
-    from biaslens.comparison.entries import interval_change_verdict, load_entry, run_differences
+    from biaslens.comparison.change import method_change
+    from biaslens.comparison.entries import load_entry
     from biaslens.comparison.runs import compare_runs, section_builders
-    from biaslens.rounding import interval
 
     before, after = Path(before), Path(after)
     cb, ca = read_card(before), read_card(after)
@@ -223,44 +234,36 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     rows = []
     for rb in cb["methods"]:
         suite, ra = rb["suite"], rows_a.get(rb["suite"])
-        row = {"suite": suite, "title": rb.get("title", suite), "before": rb.get("value"),
-               "after": (ra or {}).get("value"), "headline": rb.get("headline"), "report": None}
+        base = {"suite": suite, "title": rb.get("title", suite), "report": None}
         if ra is None or rb.get("status") != "complete" or ra.get("status") != "complete":
-            row.update(verdict="not comparable", reason="the method did not complete on both cards")
-            rows.append(row)
+            rows.append(base | {"headline": rb.get("headline"), "before": rb.get("value"),
+                                "after": (ra or {}).get("value"), "verdict": "not comparable",
+                                "outcome": "not comparable", "reason": "the method did not complete on both cards"})
             continue
-        if rb.get("headline") != ra.get("headline"):
-            row.update(verdict="not comparable", reason="different headline metrics")
-            rows.append(row)
+        sizes = [json.dumps((c.get("budget_settings") or {}).get(suite), sort_keys=True) for c in (cb, ca)]
+        if sizes[0] != sizes[1]:  # a smoke-size run is a different measurement from a default-size one
+            rows.append(base | {"headline": rb.get("headline"), "before": rb.get("value"), "after": ra.get("value"),
+                                "verdict": "not comparable", "outcome": "not comparable",
+                                "reason": f"the cards ran it at different sizes ({cb.get('budget')}: {sizes[0]}; "
+                                          f"{ca.get('budget')}: {sizes[1]})"})
             continue
         entries = [load_entry(before / suite, "before"), load_entry(after / suite, "after")]
-        diffs = run_differences(entries, suite)
-        if diffs:
-            row.update(verdict="not comparable",
-                       reason="the runs differ in " + ", ".join(d["what"] for d in diffs))
-            rows.append(row)
-            continue
-        row.update(interval_change_verdict(rb, ra))
+        paired = None
         if suite in section_builders([entries[0]]):  # the suite's own comparison page, with its paired statistics
             try:
                 m = compare_runs([before / suite, after / suite], out / suite, ["before", "after"])
-                row["report"] = f"{suite}/report.html"
+                base["report"] = f"{suite}/report.html"
                 paired = ((m.get(suite) or {}).get("fgb_change_vs_first") or {}).get("after")
-                if paired and paired.get("verdict"):
-                    ci = paired.get("ci")
-                    row.update(verdict=paired["verdict"], change=paired.get("change"),
-                               reason=(f"paired delete-one-descriptor jackknife, 95% CI {interval(ci[0], ci[1], signed=True)}"
-                                       if ci else paired.get("reason") or ""))
             except ConfigError as e:
-                row.update(verdict="not comparable", reason=str(e))
-        rows.append(row)
+                paired = {"verdict": "not comparable", "reason": str(e)}
+        rows.append(base | method_change(suite, entries[0], entries[1], paired=paired))
     result = {"format_version": CARD_FORMAT_VERSION, "before": {"card": str(before), "model": cb.get("model"),
                                                                   "budget": cb.get("budget")},
               "after": {"card": str(after), "model": ca.get("model"), "budget": ca.get("budget")},
               "methods": rows, "out": str(out)}
     if cb.get("budget") != ca.get("budget"):
         result["warning"] = (f"the cards used different budgets ({cb.get('budget')} vs {ca.get('budget')}): "
-                             "methods whose sizes differ are marked not comparable")
+                             "methods whose sizes differ are not comparable")
     from biaslens.report.card import render_card_compare
     from biaslens.report.run_folder import write_json, write_text
 

@@ -408,7 +408,14 @@ def _summary(suite: str, board: list[dict], pairs: pd.DataFrame, no_interval: li
         return (f"{suite}: no two of {len(board)} models are distinguishable at 95% "
                 f"(simultaneous over {m} pairs){gap}{tail}")
     return (f"{suite}: {k} of {m} pairs distinguishable at 95% (simultaneous, Bonferroni); first in order: "
-            f"{board[0]['model']} {board[0]['value']:.3g}{gap}{tail}")
+            f"{board[0]['model']} {_rounded(board[0])}{gap}{tail}")
+
+
+def _rounded(cell: dict[str, Any]) -> str:
+    """A cell's value as the card prints it: to its interval's precision."""
+    from biaslens.rounding import value_and_interval
+
+    return value_and_interval(cell["value"], cell["ci_low"], cell["ci_high"])[0]
 
 
 # --------------------------------------------------------------------------- the table

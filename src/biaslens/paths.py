@@ -24,6 +24,8 @@ _NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 class NoSpaceLeft(RuntimeError):
     """A write failed because the disk is full; the message names the path."""
 
+    kind = "disk_full"
+
 
 def no_space_error(exc: BaseException, path: str | Path, what: str = "writing") -> NoSpaceLeft | None:
     """A :class:`NoSpaceLeft` naming ``path`` when ``exc`` is a full-disk error (OSError with

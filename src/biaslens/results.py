@@ -29,7 +29,10 @@ class MetricEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="metric name, e.g. 'likelihood_bias' or 'full_gen_bias'")
+    name: str = Field(description="metric name, e.g. 'likelihood_bias' or 'full_gen_bias'; never carries a model, so "
+                      "that two models' entries name the same metric")
+    model: str | None = Field(None, description="the model the entry measures, in a run that measures several "
+                              "(community, FairPair); null: the run's model")
     value: float | None = Field(description="the point estimate; null when it cannot be computed")
     ci_low: float | None = Field(None, description="lower end of the interval (null: none)")
     ci_high: float | None = Field(None, description="upper end of the interval (null: none)")
@@ -96,7 +99,10 @@ class RunRecord(BaseModel):
     suite: str
     status: Literal["running", "complete", "failed"] = Field(
         description="'complete' only after every file of the run was written")
-    error: str | None = None
+    error: str | None = Field(None, description="the failure's message, as the terminal showed it")
+    error_kind: str | None = Field(None, description="the kind of failure: bad_input, model, server_timeout, "
+                                   "server_overloaded, server_error, server_unreachable, scorer, disk_full, analysis, "
+                                   "interrupted, internal")
     started: str
     elapsed_seconds: float
     config: dict[str, Any] = Field(default_factory=dict, description="the RunConfig, as JSON")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "estimate", "fixed", "interval", "number", "pvalue", "p_text"]
+__all__ = ["decimals_for", "estimate", "fixed", "interval", "number", "pvalue", "p_text", "value_and_interval"]
 
 
 def _finite(x: Any) -> bool:
@@ -107,3 +107,14 @@ def estimate(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2, signed
         return (f"{fixed(value, d, signed=signed)}{unit} ({prefix}{fixed(lo, d, signed=signed)}{unit} to "
                 f"{fixed(hi, d, signed=signed)}{unit})")
     return f"{fixed(value, d, signed=signed)} ({prefix}{interval(lo, hi, signed=signed, decimals=d)})"
+
+
+def value_and_interval(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2,
+                       signed: bool = False) -> tuple[str, str]:
+    """The value and its interval as two table cells, both to the interval's precision, so that
+    a table shows the number a sentence says: ``value_and_interval(105.3, 75.8, 190.5) ==
+    ("110", "80 to 190")``. Without an interval the value to 3 significant figures and "–"."""
+    d = _places(lo, hi, sig) if _finite(value) else None
+    if d is None:
+        return (number(value, signed=signed) if _finite(value) else "–"), interval(lo, hi, sig=sig, signed=signed)
+    return fixed(value, d, signed=signed), interval(lo, hi, signed=signed, decimals=d)

@@ -300,6 +300,7 @@ class AnalysisError(RuntimeError):
     must not be cleaned up as an input mistake); run.json says "analysis_failed"."""
 
     tables_saved = True
+    kind = "analysis"
 
 
 def _required(suite: Suite) -> list[str]:
@@ -346,7 +347,7 @@ def rerender_run(run_dir: Path, record: dict[str, Any], suite: Suite, *, console
         from biaslens.report.run_folder import write_json
 
         files = list(dict.fromkeys([*(record.get("files") or []), *folder.files]))
-        write_json(run_dir / "run.json", {**record, "status": "complete", "error": None, "files": files})
+        write_json(run_dir / "run.json", {**record, "status": "complete", "error": None, "error_kind": None, "files": files})
     return run_dir / "report.html"
 
 

@@ -60,14 +60,18 @@ def _export_lm_eval(**a):
         overrides["templates"] = [s.strip() for s in a["templates"].split("|") if s.strip()]
     if a["extra_dataset_file"]:
         overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
+    config = RunConfig.validated(overrides, source="flags")
     if a["suite"] == "redditbias":
         from biaslens.suites.redditbias import export_lm_eval as export_redditbias
 
-        info = export_redditbias(RunConfig.validated(overrides, source="flags"), a["out"])
+        info = export_redditbias(config, a["out"])
     else:
-        info = export_lm_eval(RunConfig.validated(overrides, source="flags"), a["out"])
-    default_console().print(f"wrote {info['n_rows']:,} texts as lm-eval task {info['task']} to {a['out']} "
-                            f"(see {a['out']}/README.md for the lm_eval command)", markup=False)
+        info = export_lm_eval(config, a["out"])
+    asked = config.sample if a["suite"] == "holistic-likelihood" and not config.full else None
+    size = (f" ({asked:,} requested: the stratified sample keeps whole axis/template/descriptor groups, as a run "
+            "does)" if asked is not None and asked != info["n_rows"] else "")
+    default_console().print(f"wrote {info['n_rows']:,} texts{size} as lm-eval task {info['task']} to {a['out']} "
+                            f"(see {a['out']}/README.md for the lm_eval command)", markup=False, soft_wrap=True)
 
 
 _FORMAT_HELP = "parquet, csv or hf (a Hugging Face `datasets` folder: save_to_disk, typed features, dataset card) [default from --out's extension, hf for a folder name]."

@@ -52,7 +52,8 @@ def _finetune_community(values: dict) -> None:
                   f"{c.get('posts_without_comments', 0):,} posts without comments, "
                   f"{c.get('empty_comments', 0) + c.get('deleted_comments', 0):,} empty/deleted comments, "
                   f"{c.get('orphan_comments', 0):,} comments of unknown posts")
-    console.print("removed: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in r.items() if v) or "removed: nothing")
+    removed = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in r.items() if v)
+    console.print(f"removed: {removed or 'nothing'}")
     tr = res.data.get("truncation") or {}
     console.print(f"truncated to {cfg.max_length} tokens: {tr.get('posts_truncated', 0):,} posts cut at their end "
                   f"(separator and comment kept), {tr.get('comments_truncated', 0):,} comments cut")

@@ -24,9 +24,10 @@ def leaderboard(
 
 def _leaderboard(cards: list[Path], out: Optional[Path], labels: Optional[list[str]]) -> None:
     from biaslens.card_leaderboard import leaderboard as make
-    from biaslens.cli.common import console
+    from biaslens.cli.output import results_console
 
     result = make(cards, out=out, labels=list(labels) if labels else None)
+    console = results_console()  # the summaries and the page's path are the results: standard output
     for m in result["methods"]:
         console.print(m["summary"], markup=False, soft_wrap=True)
     console.print(f"leaderboard: [bold]{Path(result['out']) / 'leaderboard.html'}[/bold]", soft_wrap=True)

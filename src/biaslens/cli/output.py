@@ -24,7 +24,7 @@ JSON_HELP = ("Print the results as one JSON object on standard output (headline 
 
 #: the fields of a uniform metric entry (biaslens.results.MetricEntry) a script needs; ``judge_has_skill``
 #: false: the value rests on a judge without measured skill and is not evidence of bias
-ENTRY_FIELDS = ("name", "value", "ci_low", "ci_high", "interval", "higher_is_better", "ideal", "n_used", "n_missing",
+ENTRY_FIELDS = ("name", "model", "value", "ci_low", "ci_high", "interval", "higher_is_better", "ideal", "n_used", "n_missing",
                 "judge", "judge_has_skill")
 
 
@@ -110,7 +110,7 @@ def card_json(card: dict[str, Any]) -> dict[str, Any]:
 
 def compare_cards_json(result: dict[str, Any]) -> dict[str, Any]:
     """``biaslens compare CARD CARD --json``: the verdict of each method's change."""
-    keys = ("suite", "headline", "before", "after", "change", "verdict", "reason")
+    keys = ("suite", "headline", "before", "before_ci", "after", "after_ci", "change", "verdict", "outcome", "reason")
     out = Path(result["out"])
     return {"command": "compare", "status": "complete", "kind": "cards", "out": str(out),
             "report": str(out / "card-compare.html"), "before": result.get("before"), "after": result.get("after"),
@@ -142,6 +142,7 @@ def compare_runs_json(metrics: dict[str, Any]) -> dict[str, Any]:
         changes["redditbias"] = {"t": rb.get("t"), "lm_perplexity": rb.get("lm_perplexity")}
     return {"command": "compare", "status": "complete", "kind": "runs", "out": str(out),
             "report": str(out / "report.html"), "models": models, "changes": changes,
+            "headline_changes": metrics.get("changes") or {},
             "differences": list(metrics.get("differences") or [])}
 
 

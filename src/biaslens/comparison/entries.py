@@ -18,7 +18,7 @@ import numpy as np
 
 from biaslens.config import ConfigError
 from biaslens.report import compare as report
-from biaslens.report.html import Section, interval_text
+from biaslens.report.html import Section
 
 
 @dataclass
@@ -69,6 +69,14 @@ def load_entry(arg: str | Path, label: str | None = None) -> Entry:
     for p in parts:
         if not p.exists():
             raise ConfigError(f"{p}: no such run or model folder")
+        if (p / "card.json").is_file():
+            # a card holds one run per method at its budget's sizes: reading them as runs would
+            # compare a smoke-size run with a full one as if they measured the same thing
+            methods = sorted(q.name for q in p.iterdir() if (q / "metrics.json").is_file())
+            raise ConfigError(
+                f"compare: {p} is a bias card (card.json), not a run: compare two cards with `biaslens compare "
+                f"CARD_BEFORE CARD_AFTER`, or one of its methods with a run of the same method at the same size, "
+                f"e.g. {p / (methods[0] if methods else 'redditbias')}")
     entry = Entry(label=label or "")
     for part in parts:
         if (part / "debias.json").is_file():
@@ -101,6 +109,8 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     this is conservative (a test at about the 0.5% level), so "no detectable change" is not
     "no change". Without an interval on both sides there is no verdict at all.
     """
+    from biaslens.rounding import interval
+
     b, a = finite_or_none(before.get("value")), finite_or_none(after.get("value"))
     if b is None or a is None:
         return {"verdict": "no verdict", "reason": "a headline value is missing"}
@@ -111,39 +121,37 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     lo_b, hi_b, lo_a, hi_a = bounds
     word = "went down" if hi_a < lo_b else "went up" if lo_a > hi_b else "no detectable change"
     return {"verdict": word, "change": a - b,
-            "reason": f"95% intervals {lo_b:.3g} to {hi_b:.3g} before, {lo_a:.3g} to {hi_a:.3g} after"
+            "reason": f"95% intervals {interval(lo_b, hi_b)} before, {interval(lo_a, hi_a)} after"
                       + ("" if word == "no detectable change" else " do not overlap")}
 
 
 def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], dict[str, Any]]:
     """The comparison of a suite without its own section: its uniform headline entry
-    (``metrics.json`` ``entries[0]``) per model, each against the first model with
-    :func:`interval_change_verdict`; refused where the runs measured different things."""
+    (``metrics.json`` ``entries[0]``) per model, each against the first model
+    (:func:`biaslens.comparison.change.method_change`: refused where the runs measured different
+    things, else two 95% intervals that do not overlap)."""
+    from biaslens.comparison.change import headline, method_change, metric_name
+    from biaslens.rounding import value_and_interval
+
     have = [e for e in entries if suite in e.runs]
     if not have:
         return [], {}
-    heads = {e.label: ((e.metrics.get(suite) or {}).get("entries") or [{}])[0] for e in have}
+    heads = {e.label: headline(e.metrics.get(suite)) for e in have}
     first = have[0]
-    diffs = run_differences(have, suite)
-    names = {h.get("name") for h in heads.values()}
-    rows, out = [], {"headline": heads[first.label].get("name"), "models": {}}
+    rows, out = [], {"headline": metric_name(heads[first.label], first.metrics.get(suite)), "models": {}}
     for e in have:
         h = heads[e.label]
-        row = {"model": e.label, "metric": h.get("name"), "value": finite_or_none(h.get("value")),
-               "95% CI": interval_text(h.get("ci_low"), h.get("ci_high")),
+        value, ci = value_and_interval(h.get("value"), h.get("ci_low"), h.get("ci_high"))
+        row = {"model": e.label, "metric": metric_name(h, e.metrics.get(suite)), "value": value, "95% CI": ci,
                "n used": h.get("n_used")}
         if e is first:
             verdict = {"verdict": "reference", "reason": "the first model"}
-        elif len(names) > 1:
-            verdict = {"verdict": "not comparable", "reason": "different headline metrics"}
-        elif diffs:
-            verdict = {"verdict": "not comparable",
-                       "reason": "the runs differ in " + ", ".join(d["what"] for d in diffs)}
         else:
-            verdict = interval_change_verdict(heads[first.label], h)
+            change = method_change(suite, first, e)
+            verdict = {k: change[k] for k in ("verdict", "reason", "outcome", "change") if k in change}
         row.update(**{"vs first": verdict["verdict"], "why": verdict.get("reason", "")})
         rows.append(row)
-        out["models"][e.label] = {"value": row["value"], "ci_low": finite_or_none(h.get("ci_low")),
+        out["models"][e.label] = {"value": finite_or_none(h.get("value")), "ci_low": finite_or_none(h.get("ci_low")),
                                   "ci_high": finite_or_none(h.get("ci_high")), **verdict}
     return [report.headline_section(suite, rows, heads[first.label].get("higher_is_better"))], out
 
@@ -175,6 +183,20 @@ def run_identity(record: dict[str, Any], suite: str | None = None) -> dict[str, 
         identity.pop("perplexity definition (start token)")
         return {"prompt start token (models without a chat template)": {"start_token": model.get("start_token")}
                 if model else None, **identity}
+    if suite == "redditbias":
+        # its phrases, not HolisticBias' sentences: which pairs, and how many (a t-value grows with
+        # the number of pairs, so two sizes are two different measurements)
+        identity = run_identity(record)
+        identity.pop("prompt selection")
+        rb = cfg.get("redditbias") or {}
+        data = rb.get("data_dir")
+        return {**identity, "phrase selection": {
+            "data": Path(str(data)).name if data else "templates from the bias specifications",
+            "split": rb.get("split") if data else None, "bias_types": rb.get("bias_types"),
+            "spec_files": [Path(str(f)).name for f in rb.get("spec_files") or []],
+            "counterfactual_mode": rb.get("counterfactual_mode"), "outlier_removal": rb.get("outlier_removal"),
+            "max_template_pairs": None if data else rb.get("max_template_pairs"),
+            "seed": None if data else cfg.get("seed")} if rb else None}
     return {
         "dataset version": {"dataset_dir": cfg.get("dataset_dir") or "built-in v1.0",
                             "extra_dataset_files": cfg.get("extra_dataset_files") or []} if cfg else None,

@@ -11,7 +11,7 @@ import pandas as pd
 
 from biaslens.comparison.entries import Entry, finite_or_none
 from biaslens.config import ConfigError
-from biaslens.report.html import Section, interval_text
+from biaslens.report.html import Section
 from biaslens.report.redditbias import compare_section
 
 
@@ -34,25 +34,37 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
         for bt in m.get("bias_types", []):
             r = m.get(bt) or {}
             holm = {t["bias_type"]: t for t in (m.get("overview") or {}).get("types") or []}.get(bt) or {}
+            d_ci = r.get("d_ci") or [None, None]
             rows.append({"model": e.label, "bias_type": bt, "sign_effect": r.get("sign_effect"),
                          "sign p (Holm)": holm.get("p_holm"), "t": r.get("t"), "p": r.get("p"), "stars": r.get("stars", ""),
-                         "n_pairs": r.get("n_pairs"), "source": r.get("source"), "split": m.get("split")})
+                         "n_pairs": r.get("n_pairs"), "d": r.get("cohens_d"), "d_ci_low": d_ci[0], "d_ci_high": d_ci[1],
+                         "source": r.get("source"), "split": m.get("split")})
         lp = m.get("lm_perplexity") or {}
         ppl_rows.append({"model": e.label, "perplexity": lp.get("perplexity"), "file": lp.get("file"),
                          "n_lines": lp.get("n_lines")})
     t = pd.DataFrame(rows)
     ppl = pd.DataFrame(ppl_rows)
-    wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
+    # t grows with the square root of the number of pairs: runs of different sizes are shown by the
+    # size-free quantities only, the sign effect (the verdict's) and the paper's effect size d (same
+    # mean gap, ten times the pairs: about three times the t)
+    sizes = {bt: sorted({int(n) for n in g["n_pairs"] if pd.notna(n)}) for bt, g in t.groupby("bias_type", sort=False)} \
+        if len(t) else {}
+    by = "d" if any(len(v) > 1 for v in sizes.values()) else "t"
+    wide = t.pivot_table(index="bias_type", columns="model", values=by, sort=False) if len(t) else pd.DataFrame()
+    t_wide = t.pivot_table(index="bias_type", columns="model", values="t", sort=False) if len(t) else pd.DataFrame()
     signs = (t.pivot_table(index="bias_type", columns="model", values="sign_effect", sort=False)
              if len(t) and t["sign_effect"].notna().any() else pd.DataFrame())
-    metrics = {"t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in wide.iterrows()},
+    metrics = {"compared_by": by, "n_pairs": sizes,
+               "t": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in t_wide.iterrows()},
                "sign_effect": {bt: {mod: finite_or_none(v) for mod, v in row.items()} for bt, row in signs.iterrows()},
+               "d": {bt: {r["model"]: [finite_or_none(r[k]) for k in ("d", "d_ci_low", "d_ci_high")]
+                          for r in g.to_dict("records")} for bt, g in t.groupby("bias_type", sort=False)} if len(t) else {},
                "p": {r["bias_type"]: {} for r in rows},
                "lm_perplexity": {r["model"]: finite_or_none(r["perplexity"]) for r in ppl_rows}}
     for r in rows:
         metrics["p"][r["bias_type"]][r["model"]] = finite_or_none(r["p"])
     change_rows, metrics["change"] = redditbias_changes(have)
-    return [compare_section(t, ppl, wide, pd.DataFrame(change_rows))], metrics
+    return [compare_section(t, ppl, wide, pd.DataFrame(change_rows), by=by, sizes=sizes)], metrics
 
 
 def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -85,36 +97,55 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
                 rows.append({"model": e.label, "against": entries[0].label, "bias_type": bt, "view": view,
                              "pairs": ch.get("n_pairs"), "sign effect before": ch.get("sign_effect_before"),
                              "sign effect after": ch.get("sign_effect_after"),
-                             "sign effect change": ch.get("sign_effect_change"),
-                             "sign effect change 95% CI": interval_text(*(ch.get("sign_effect_change_ci") or [None, None])),
+                             # each change to the precision of its interval, as every other table
+                             **_with_ci("sign effect change", "sign effect change 95% CI", ch.get("sign_effect_change"),
+                                        ch.get("sign_effect_change_ci")),
                              "pairs that changed side": ch.get("n_changed_side"),
                              "sign test p": ch.get("sign_effect_change_p"),
                              "mean gap before": ch.get("mean_gap_before"),
-                             "mean gap after": ch.get("mean_gap_after"), "mean change": ch.get("mean_change"),
-                             "95% CI": interval_text(*(ch.get("mean_change_ci") or [None, None])),
-                             "t": ch.get("t"), "p": ch.get("p"), "median change": ch.get("median_change"),
-                             "median 95% CI": interval_text(*(ch.get("median_change_ci") or [None, None])),
+                             "mean gap after": ch.get("mean_gap_after"),
+                             **_with_ci("mean change", "95% CI", ch.get("mean_change"), ch.get("mean_change_ci")),
+                             "t": ch.get("t"), "p": ch.get("p"),
+                             **_with_ci("median change", "median 95% CI", ch.get("median_change"),
+                                        ch.get("median_change_ci")),
                              "median sign test p": ch.get("sign_test_p"),
-                             "log-ratio change": ch.get("log_ratio_change"),
-                             "log-ratio 95% CI": interval_text(*(ch.get("log_ratio_change_ci") or [None, None])),
+                             **_with_ci("log-ratio change", "log-ratio 95% CI", ch.get("log_ratio_change"),
+                                        ch.get("log_ratio_change_ci")),
                              "log-ratio p": ch.get("log_ratio_p"),
                              "verdict": (f"{ch['verdict']}: {ch['reason']}" if "reason" in ch
                                          else f"{ch['verdict']} (by the {ch['verdict_basis']})")})
     return rows, out
 
 
+def _with_ci(name: str, ci_name: str, value: Any, ci: Any) -> dict[str, str]:
+    from biaslens.rounding import value_and_interval
+
+    return dict(zip((name, ci_name), value_and_interval(value, *(ci or [None, None]), signed=True)))
+
+
 def redditbias_lines(metrics: dict[str, Any]) -> list[str]:
-    """The terminal lines of ``biaslens compare``: sign effect (the verdict's) and the paper's t per
-    bias type and model, LM perplexity."""
-    from biaslens.rounding import number
+    """The terminal lines of ``biaslens compare``: the sign effect (the verdict's) per bias type and
+    model beside the paper's t, or beside the paper's d with its interval when the runs scored
+    different numbers of pairs (t is not comparable then); LM perplexity."""
+    from biaslens.rounding import estimate, number
 
     lines = []
-    for bias_type, by_model in (metrics.get("t") or {}).items():
-        cells = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in by_model.items())
+    by_d = metrics.get("compared_by") == "d"
+    if by_d:
+        sizes = "; ".join(f"{bt} {'/'.join(map(str, n))}" for bt, n in (metrics.get("n_pairs") or {}).items())
+        lines.append(f"RedditBias: the runs scored different numbers of pairs ({sizes}); t grows with the number of "
+                     "pairs, so they are compared by the size-free sign effect and effect size d (95% CI)")
+    for bias_type in dict.fromkeys([*(metrics.get("t") or {}), *(metrics.get("d") or {})]):
+        if by_d:
+            paper = ", ".join(f"{m}: {estimate(*v, signed=True, label='')}"
+                              for m, v in ((metrics.get("d") or {}).get(bias_type) or {}).items())
+            paper = f"d = {paper}"
+        else:
+            paper = ", ".join(f"{m}: {number(t, signed=True)}" for m, t in ((metrics.get("t") or {}).get(bias_type) or {}).items())
+            paper = f"t = {paper}"
         signs = (metrics.get("sign_effect") or {}).get(bias_type) or {}
         effect = ", ".join(f"{m}: {number(v, signed=True)}" for m, v in signs.items())
-        lines.append(f"{bias_type}: sign effect = {effect}; paper's t = {cells}" if effect
-                     else f"{bias_type}: t = {cells}")
+        lines.append(f"{bias_type}: sign effect = {effect}; paper's {paper}" if effect else f"{bias_type}: {paper}")
     for model, ppl in (metrics.get("lm_perplexity") or {}).items():
         if ppl is not None:
             lines.append(f"LM perplexity {model}: {number(ppl)}")

@@ -82,6 +82,23 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
+def headline_changes(entries: list[Entry], metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """suite -> model -> the change of the suite's headline against the first model
+    (:func:`biaslens.comparison.change.method_change`, with the suite's paired verdict where its
+    section made one): what the terminal lines, ``--json`` and the regression gate read."""
+    from biaslens.comparison.change import method_change
+
+    first, out = entries[0], {}
+    for suite in first.runs:
+        if suite.startswith("downstream"):
+            continue
+        for e in entries[1:]:
+            if suite in e.runs:
+                paired = ((metrics.get(suite) or {}).get("fgb_change_vs_first") or {}).get(e.label)
+                out.setdefault(suite, {})[e.label] = method_change(suite, first, e, paired=paired)
+    return out
+
+
 def _build(build: Callable, entries: list[Entry], options: CompareOptions):
     import inspect
 
@@ -124,7 +141,8 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
             e.label = f"{e.label} #{seen[e.label]}"
         else:
             seen[e.label] = 1
-    sections, metrics = [], {"suite": "compare", "entries": [
+    sections: list[Section] = []
+    metrics: dict[str, Any] = {"suite": "compare", "entries": [
         {"label": e.label, "runs": {k: str(v) for k, v in e.runs.items()},
          "debias": {k: e.debias.get(k) for k in ("method", "bias_type", "lm_weight", "debias_weight", "base_model")}
          if e.debias else None} for e in entries]}
@@ -144,6 +162,7 @@ def compare_runs(args: list[str | Path], out: str | Path | None = None, labels: 
     if not sections:
         raise ConfigError("compare: none of the runs has metrics a comparison section knows "
                           f"({', '.join(builders)})")
+    metrics["changes"] = headline_changes(entries, metrics)
     diffs = run_differences(entries)
     metrics["differences"] = diffs
     sections.insert(0, report.differences_section(diffs))

@@ -27,6 +27,8 @@ ID_FIELDS = ("prompt_id", "id", "item_id")
 class GenerationsFileError(ValueError):
     """A generations file is malformed; the message names the file and line."""
 
+    kind = "bad_input"
+
 
 def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000) -> pd.DataFrame:
     """Read a generations file into a DataFrame with columns ``prompt`` and/or ``prompt_id``,

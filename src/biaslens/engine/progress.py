@@ -50,8 +50,11 @@ def progress_reporter(console, description: str, total: int, log_every: float = 
             now = time.perf_counter()
             if state["first_done"] is None:
                 state["first_done"] = (done, now)
-                if done:
-                    log.info("%s: %d of %d already in the cache", description, done, total_now)
+                if done:  # a resumed (or repeated) run: say it where the user looks, not only in run.log
+                    msg = (f"{description}: {done:,} of {total_now:,} from the cache"
+                           + (" (all of them)" if done == total_now else f", {total_now - done:,} to compute"))
+                    log.info(msg)
+                    console.print(msg)
                 return
             d0, t0 = state["first_done"]
             state["updates"] += 1

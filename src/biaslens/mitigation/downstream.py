@@ -31,6 +31,7 @@ from typing import Any
 from biaslens.config import ConfigError
 from biaslens.environment import applies_environment_policy
 from biaslens.fileio import write_atomic, write_json
+from biaslens.mitigation.training import trainer_progress
 
 
 class DownstreamDataError(ConfigError):
@@ -145,7 +146,8 @@ def run_dst(model_path: str | Path, train_file: str | Path, test_file: str | Pat
                                  learning_rate=lr, save_strategy="no", report_to=[], seed=seed, data_seed=seed,
                                  use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0, logging_steps=10)
         trainer = Trainer(model=model, args=args, train_dataset=encode(train), data_collator=DataCollatorWithPadding(tok))
-        steps = trainer.train().global_step
+        with trainer_progress(trainer, "training the state tracker", total=max(max_steps, 0)):
+            steps = trainer.train().global_step
         logits = trainer.predict(encode(test)).predictions
     preds = (np.asarray(logits).reshape(-1) > 0).astype(int).tolist()
     scores = f1_score([e.label for e in test], preds)

@@ -20,11 +20,12 @@ last one. The finished model (and tokenizer) is saved to ``<out>`` with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,7 +298,8 @@ def train_causal_lm(
     last = _last_checkpoint(ckpt_dir)
     if last:
         log.info("resuming training from %s", last)
-    train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
+    with trainer_progress(trainer, total=max(cfg.max_steps, 0)):
+        train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
     eval_loss = eval_extra_loss = None
     if has_eval:
         # the Trainer already evaluated the final step (or the best checkpoint it reloaded):
@@ -335,6 +337,49 @@ def train_causal_lm(
 
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     return result
+
+
+@contextlib.contextmanager
+def trainer_progress(trainer, description: str = "training steps", total: int = 0) -> Iterator[None]:
+    """While a Hugging Face Trainer trains: its steps as a bar with a time estimate (a projected
+    finish for long runs, a line every 15 s without a terminal) and its loss lines, all on
+    standard error. The Trainer's own printer writes the loss lines to standard output, which
+    holds a command's results; it is removed."""
+    from transformers import PrinterCallback, ProgressCallback
+
+    from biaslens.engine.progress import progress_reporter
+    from biaslens.environment import default_console
+
+    console = default_console()
+    callback = _progress_callback(console)
+    for own in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(own)
+    trainer.add_callback(callback)
+    with progress_reporter(console, description, total=total) as report:
+        callback.report = report
+        yield
+
+
+def _progress_callback(console):
+    """A TrainerCallback: each step to ``report`` (the bar and its time estimate, a projected
+    finish for long runs), each logged loss as one line on ``console`` (standard error)."""
+    from transformers import TrainerCallback
+
+    class _Progress(TrainerCallback):
+        report = None
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.report is not None:
+                self.report(state.global_step, state.max_steps)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            shown = {k: v for k, v in (logs or {}).items() if k in ("loss", "eval_loss", "eval_extra_loss", "epoch")}
+            if "loss" in shown or "eval_loss" in shown:
+                console.print(f"training step {state.global_step}/{state.max_steps}: "
+                              + ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in shown.items()),
+                              markup=False, highlight=False)
+
+    return _Progress()
 
 
 def start_token_id(tokenizer, token: str | None) -> int | None:

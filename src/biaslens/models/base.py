@@ -19,6 +19,8 @@ import numpy as np
 class ModelError(RuntimeError):
     """A model could not be loaded or called; the message says what to do."""
 
+    kind = "model"
+
 
 @dataclass(frozen=True)
 class TokenScores:

@@ -7,7 +7,13 @@ scoring with a clear message; generation still works.
 
 Requests fan out over a thread pool (``max_concurrency``), share one rate limiter
 (``requests_per_second``) and retry 429, 5xx, connection errors and timeouts with
-exponential backoff and jitter, honouring ``Retry-After``.
+exponential backoff and jitter, honouring ``Retry-After``. The number of requests in flight
+adapts to the server (:class:`_InFlight`, additive increase, multiplicative decrease): a
+timeout, 429 or 503 halves it, each window of answers that came back in time grows it by one
+again up to ``max_concurrency``, and the first decrease says on standard error that the server
+is slower than the timeout and what was done. A server that answers one request at a time
+therefore gets about one at a time, instead of eight of which seven time out and are sent again
+while it still works on the abandoned copies.
 
 The HTTP client is httpx rather than the ``openai`` SDK: the SDK retries on its own
 (we need one retry policy, counted and logged), validates responses into its own
@@ -56,11 +62,75 @@ class _ServerStatusError(ModelError):
 
 
 class _RetriesExhausted(ModelError):
-    """Every attempt failed; ``status`` is the last HTTP status (None: connection error or timeout)."""
+    """Every attempt failed; ``status`` is the last HTTP status (None: connection error or timeout);
+    ``kind`` says which (``server_timeout``, ``server_unreachable``, ``server_overloaded``, ``server_error``)."""
 
-    def __init__(self, message: str, status: int | None):
+    def __init__(self, message: str, status: int | None, reason: str | int | None = None):
         super().__init__(message)
         self.status = status
+        self.kind = ("server_timeout" if reason == "timeout" else "server_unreachable" if reason == "connection"
+                     else "server_overloaded" if status in _OVERLOAD_STATUS else "server_error")
+
+
+#: answers that mean "too much at once": fewer requests in flight, not only a later retry
+_OVERLOAD_STATUS = {429, 503}
+
+
+class _InFlight:
+    """How many requests may be in flight, adapted to the server (AIMD, as TCP's congestion window).
+
+    A timeout or an overload answer (429, 503) halves the limit, once per burst: requests sent
+    before the last decrease do not decrease it again. Every ``limit`` answers in time add one, up
+    to ``ceiling``. Each decrease is logged at warning level (standard error on the command line),
+    saying what happened and the new limit."""
+
+    def __init__(self, ceiling: int, where: str, timeout: float):
+        self.ceiling = self.limit = self.lowest = ceiling
+        self.where, self.timeout = where, timeout
+        self.decreases = 0
+        self._busy = 0
+        self._epoch = 0  # bumped at each decrease
+        self._good = 0
+        self._cond = threading.Condition()
+
+    def acquire(self) -> int:
+        """Wait for a free slot; the epoch the request starts in."""
+        with self._cond:
+            while self._busy >= self.limit:
+                self._cond.wait()
+            self._busy += 1
+            return self._epoch
+
+    def release(self, epoch: int, outcome: str) -> None:
+        """``outcome``: "ok", "timeout", "overloaded" or "other" (an error that says nothing about load)."""
+        with self._cond:
+            self._busy -= 1
+            if outcome == "ok":
+                self._good += 1
+                if self._good >= self.limit and self.limit < self.ceiling:
+                    self.limit += 1
+                    self._good = 0
+            elif outcome in ("timeout", "overloaded") and epoch == self._epoch:
+                before = self.limit
+                self.limit = max(1, self.limit // 2)
+                self.lowest = min(self.lowest, self.limit)
+                self._epoch += 1
+                self._good = 0
+                self.decreases += 1
+                self._say(outcome, before)
+            self._cond.notify_all()
+
+    def _say(self, outcome: str, before: int) -> None:
+        what = (f"did not answer within the request timeout ({self.timeout:g} s)" if outcome == "timeout"
+                else "answered that it is overloaded (429/503)")
+        if before > self.limit:
+            log.warning("openai backend: the server at %s %s with %d requests in flight: it is slower than that "
+                        "allows, so biaslens now sends at most %d at a time (and more again as answers come back in "
+                        "time); the request is retried", self.where, what, before, self.limit)
+        else:
+            log.warning("openai backend: the server at %s %s even with one request in flight; the request is "
+                        "retried after a pause. If this goes on, raise --request-timeout (now %g s) or use a faster "
+                        "server", self.where, what, self.timeout)
 
 
 class _Secret:
@@ -162,11 +232,13 @@ class OpenAIBackend(Backend):
         self.start_text = start_token if score_first_token else None
         self.default_batch_size = max(16, 4 * max_concurrency)  # keeps every worker busy between cache commits
         self._limiter = _RateLimiter(requests_per_second)
+        self._in_flight = _InFlight(max_concurrency, self.public_url, request_timeout)
         self._client = httpx.Client(timeout=httpx.Timeout(request_timeout, connect=min(10.0, request_timeout)),
                                     limits=httpx.Limits(max_connections=max_concurrency))
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="biaslens-openai")
         self._stats_lock = threading.Lock()
-        self.stats: dict[str, Any] = {"requests": 0, "retries": 0, "retry_reasons": Counter(), "failed": 0}
+        self.stats: dict[str, Any] = {"requests": 0, "retries": 0, "retry_reasons": Counter(), "failed": 0,
+                                      "in_flight_limit": max_concurrency, "in_flight_lowest": max_concurrency}
         self._score_mode: str | None = None  # "echo" | "prompt_logprobs" once a probe succeeded
         self._probe_lock = threading.Lock()
         self._warned: set[str] = set()
@@ -211,17 +283,24 @@ class OpenAIBackend(Backend):
         where = public + path
         retries = self.max_retries if max_retries is None else max_retries
         last, status = "", None
+        reason: str | int | None = None
         for attempt in range(retries + 1):
-            self._limiter.wait()
+            epoch, load, resp = self._in_flight.acquire(), "other", None
+            self._limiter.wait()  # after the slot: the rate limit spaces the sends themselves
             self._count("requests")
             wait_hint, status = None, None
             try:
                 resp = self._client.request(method, url, json=body, headers=self._headers())
             except httpx.TimeoutException as e:
-                reason, last = "timeout", f"no answer within {self.request_timeout:g} s ({type(e).__name__})"
+                reason, last, load = "timeout", f"no answer within {self.request_timeout:g} s ({type(e).__name__})", "timeout"
             except httpx.TransportError as e:
                 reason, last = "connection", f"connection failed ({type(e).__name__}: {self._redact(e)[:160]})"
             else:
+                load = "ok" if resp.status_code < 400 else "overloaded" if resp.status_code in _OVERLOAD_STATUS else "other"
+            finally:
+                self._in_flight.release(epoch, load)
+                self._note_in_flight()
+            if resp is not None:
                 if resp.status_code < 400:
                     try:
                         data = resp.json()
@@ -246,8 +325,15 @@ class OpenAIBackend(Backend):
             log.info("openai backend: %s from %s, retry %d/%d in %.2f s", reason, where, attempt + 1, retries, delay)
             time.sleep(delay)
         self._count("failed")
+        advice = (f"; it is slower than the request timeout even with {self._in_flight.limit} request(s) in flight: "
+                  f"raise --request-timeout (now {self.request_timeout:g} s)" if reason == "timeout" else "")
         raise _RetriesExhausted(f"the OpenAI-compatible server at {self.public_url} failed on {path} after "
-                                f"{retries + 1} attempt(s): {last}", status)
+                                f"{retries + 1} attempt(s): {last}{advice}", status, reason)
+
+    def _note_in_flight(self) -> None:
+        with self._stats_lock:  # run.json's request statistics: the limit now and the lowest it went
+            self.stats["in_flight_limit"] = self._in_flight.limit
+            self.stats["in_flight_lowest"] = self._in_flight.lowest
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:  # the server said when; a little jitter spreads the waiting workers

@@ -10,7 +10,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.report.html import Section, Table, render_report
 from biaslens.results import NO_SKILL_NOTE
-from biaslens.rounding import decimals_for, estimate, fixed, interval, number
+from biaslens.rounding import estimate, number, value_and_interval
 from biaslens.scorers.card import skill_text
 
 
@@ -21,11 +21,7 @@ def _value(v: Any) -> str:
 
 def _value_and_interval(e: dict[str, Any]) -> tuple[str, str]:
     """The value and its interval, both to the interval's precision (rounding.py)."""
-    lo, hi, v = e.get("ci_low"), e.get("ci_high"), e.get("value")
-    if isinstance(v, (int, float)) and isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and hi > lo:
-        d = decimals_for(hi - lo)
-        return fixed(v, d), interval(lo, hi, decimals=d)
-    return _value(v), interval(lo, hi)
+    return value_and_interval(e.get("value"), e.get("ci_low"), e.get("ci_high"))
 
 
 #: the short name a card sentence starts with (else the method's title)
@@ -75,15 +71,29 @@ def _entry_reading(row: dict[str, Any]) -> str:
     return f"{what} excludes the value of an unbiased model, {number(ideal)}"
 
 
+def reference_line(r: dict[str, Any]) -> tuple[float | None, str]:
+    """The value a method's sentence reads its headline against, and what it is: the entry's
+    ``reference`` (a noise floor, a chance level) where it has one, else its ideal (the value of an
+    unbiased model)."""
+    if r.get("reference") is not None:
+        return float(r["reference"]), str(r.get("reference_label") or "reference")
+    if r.get("ideal") is not None:
+        return float(r["ideal"]), "unbiased model"
+    return None, ""
+
+
 def headline_figure(methods: list[dict[str, Any]]):
-    """One row per method: the headline value (dot) with its interval (bar) against the value of an
-    unbiased model (dashed line), each on its own scale; a method with no number says why."""
+    """One row per method: the headline value (dot) with its interval (bar) against the value the
+    sentence reads it against (dashed line, named: the noise floor or chance level where the method
+    has one, else the value of an unbiased model), each on its own scale; a method with no number
+    says why."""
     from biaslens.report.html import figure_from_matplotlib, subplots
 
-    fig, axes = subplots(len(methods), 1, figsize=(8.5, 0.85 * len(methods) + 0.6), squeeze=False)
+    fig, axes = subplots(len(methods), 1, figsize=(8.5, 0.95 * len(methods) + 0.6), squeeze=False)
     for ax, r in zip(axes[:, 0], methods):
         name = SHORT_NAMES.get(r.get("suite"), r.get("title") or r.get("suite"))
-        value, lo, hi, ideal = (r.get(k) for k in ("value", "ci_low", "ci_high", "ideal"))
+        value, lo, hi = (r.get(k) for k in ("value", "ci_low", "ci_high"))
+        ref, ref_label = reference_line(r)
         ax.set_yticks([])
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
@@ -94,14 +104,16 @@ def headline_figure(methods: list[dict[str, Any]]):
             ax.text(0.0, 0.5, f"{r.get('status') or 'no result'}: no number", transform=ax.transAxes, va="center",
                     fontsize=9, color="#b42318" if r.get("status") == "failed" else "#555")
             continue
-        xs = [x for x in (value, lo, hi, ideal) if x is not None]
+        xs = [x for x in (value, lo, hi, ref) if x is not None]
         if lo is not None and hi is not None:
             ax.errorbar([value], [0], xerr=[[value - lo], [hi - value]], fmt="o", color="#4c78a8", capsize=4, lw=2)
         else:
             ax.plot([value], [0], "o", color="#4c78a8")
-        if ideal is not None:
-            ax.axvline(ideal, color="#333", ls="--", lw=1)
-        # a floor on the scale: a value without an interval, near its ideal, must not look far from it
+        if ref is not None:
+            ax.axvline(ref, color="#333", ls="--", lw=1)
+            short = ref_label.split(" (")[0]  # "chance level (0.05: ...)" -> "chance level"
+            ax.text(ref, 0.93, f" {short} {float(f'{ref:.3g}'):g}", color="#333", fontsize=7.5, va="top", ha="left")
+        # a floor on the scale: a value without an interval, near its reference, must not look far from it
         span = max(max(xs) - min(xs), 0.1 * max(abs(x) for x in xs)) or 1.0
         mid = (max(xs) + min(xs)) / 2
         ax.set_xlim(mid - 0.62 * span, mid + 0.62 * span)
@@ -111,11 +123,12 @@ def headline_figure(methods: list[dict[str, Any]]):
         ax.text(1.01, 0.5, said, transform=ax.transAxes, va="center", fontsize=8.5)
     fig.tight_layout(h_pad=0.6)
     return figure_from_matplotlib(
-        fig, "Each method's headline against an unbiased model",
+        fig, "Each method's headline against what its sentence reads it against",
         "Dot: the headline number; bar: its interval (95%; simultaneous over the bias types or pairs where the "
-        "number is the largest of several); dashed line: the value of an unbiased model. Each row has its own "
-        "scale. Some measures sit above that line even for an unbiased model (chance gives Likelihood Bias about "
-        "0.05; Full Gen Bias is above 0 from sampling noise alone): the sentence above says what the row means.")
+        "number is the largest of several); dashed line, named on the plot: the value the sentence above compares "
+        "the number with. For Full Gen Bias that is its permuted-label noise floor (sampling noise alone puts an "
+        "unbiased model there, above 0), for Likelihood Bias the chance level (about 0.05 of pairs differ by chance), "
+        "elsewhere the value of an unbiased model. Each row has its own scale.")
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> str:
@@ -172,7 +185,9 @@ def render_card(card: dict[str, Any]) -> str:
         if r.get("status") != "complete":
             sections.append(Section(r.get("title", r["suite"]), r.get("verdict", ""), links=links))
             continue
-        entries = pd.DataFrame([{"metric": e.get("name"), **dict(zip(("value", "95% interval"), _value_and_interval(e))),
+        several = any(e.get("model") for e in r.get("entries") or [])  # a run that measured several models
+        entries = pd.DataFrame([{"metric": e.get("name"), **({"model": e.get("model") or "–"} if several else {}),
+                                 **dict(zip(("value", "95% interval"), _value_and_interval(e))),
                                  "interval method": e.get("interval") or "–", "n used": _value(e.get("n_used")),
                                  "n missing": _value(e.get("n_missing")), "judge": _judge_cell(e),
                                  "what it is": e.get("description") or ""}
@@ -215,16 +230,25 @@ def render_card(card: dict[str, Any]) -> str:
 
 def render_card_compare(result: dict[str, Any]) -> str:
     """Method by method: before, after, and a guarded verdict with its reason."""
+    def said(v: Any, ci: Any) -> str:
+        # the value to its interval's precision, as the card prints it
+        value, ci_text = value_and_interval(v, *(ci or [None, None]))
+        return value if ci_text == "–" else f"{value} ({ci_text})"
+
     rows = pd.DataFrame([{"method": r.get("title", r["suite"]), "headline metric": r.get("headline") or "–",
-                          "before": _value(r.get("before")), "after": _value(r.get("after")),
-                          "verdict": r.get("verdict"), "why": r.get("reason") or ""} for r in result["methods"]])
+                          "before (95% interval)": said(r.get("before"), r.get("before_ci")),
+                          "after (95% interval)": said(r.get("after"), r.get("after_ci")),
+                          "verdict": r.get("verdict"), "for a gate": r.get("outcome") or "–",
+                          "why": r.get("reason") or ""} for r in result["methods"]])
     links = [(f"{r['suite']} comparison", r["report"]) for r in result["methods"] if r.get("report")]
     b, a = result["before"], result["after"]
     sections = [Section(
         "Before and after",
         f"Before: {b['model']} ({b['card']}); after: {a['model']} ({a['card']}). A change is reported only with its "
-        "uncertainty: a paired bootstrap where the method has one, else two 95% intervals that do not overlap. "
-        "Methods whose runs measured different things are 'not comparable', with the reason.",
+        "uncertainty: a paired test where the method has one (generation bias: a jackknife over the prompts both "
+        "runs share), else two 95% intervals that do not overlap. Methods whose runs measured different things "
+        "are 'not comparable', with the reason. 'For a gate' says whether a change is for the worse (what "
+        "`biaslens compare --fail-on worse` fails on).",
         tables=[Table("Per method", rows, max_rows=20)], links=links)]
     run = {"suite": "bias card comparison", "model": f"{b['model']} vs {a['model']}", "status": "complete",
            "started": None, "elapsed_seconds": None, "biaslens_version": __version__, "details": {}}

@@ -40,8 +40,8 @@ def differences_section(diffs: list[dict[str, Any]]) -> Section:
         "What differs between the runs",
         ("Read from each run's run.json; numbers of runs that differ in these are not comparable as they stand, "
          "and sections say where they refuse a verdict." if diffs else
-         "The runs agree on dataset version, perplexity definition, decoding, prompt variants, scorer and prompt "
-         "selection (run.json)."),
+         "The runs agree on dataset version, perplexity definition, decoding, prompt variants, scorer, and prompt "
+         "or phrase selection and size (run.json)."),
         tables=[Table("Differences", pd.DataFrame(diffs))] if diffs else [])
 
 

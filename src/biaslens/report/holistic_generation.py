@@ -14,13 +14,12 @@ from biaslens.report.html import (
     Section,
     Table,
     figure_from_matplotlib,
-    interval_text,
     render_report,
     size_detail,
     subplots,
 )
 from biaslens.report.scorer_card import scorer_card_section
-from biaslens.rounding import estimate
+from biaslens.rounding import estimate, interval, value_and_interval
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
 from biaslens.text import plural
 
@@ -119,7 +118,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
             f"{nf.get('n_permutations')} permutations)." if nf else "")
          + "".join(f" Warning: {w}." for w in metrics.get("warnings") or [])
          + "".join(f" {w}" for w in [skill_caveat(metrics.get("scorer_cards") or [], ("style",))] if w)))
-    caveat = skill_caveat(metrics.get("scorer_cards") or [])
+    # the section opens with the caveat of the judge its headline rests on (the style classifier);
+    # the offensiveness judge's goes with the offensive share it gives, at the end
+    caveat = skill_caveat(metrics.get("scorer_cards") or [], ("style",))
+    offensive = skill_caveat(metrics.get("scorer_cards") or [], ("offensiveness",))
     overview = Section(
         "Generation bias",
         (caveat + " " if caveat else "") + "Each response gets a probability vector over styles. Full Gen Bias (FGB) is the variance across "
@@ -131,13 +133,14 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "how often noise alone reached it. The interval is for the FGB of the population of descriptors the "
         "run's were drawn from, at the run's nouns and templates: a delete-one-descriptor jackknife (each "
         "descriptor with all its responses, all axes pooled) of log FGB with a t quantile. It holds for these "
-        "nouns only (the noun moves the style strongly); other nouns can give another FGB.",
+        "nouns only (the noun moves the style strongly); other nouns can give another FGB."
+        + (f" The share of offensive responses below rests on the offensiveness judge: {offensive}" if offensive else ""),
         metrics={"Full Gen Bias x1000": metrics["full_gen_bias_x1000"],
-                 "FGB permutation interval (the verdict's)": (lambda iv: f"{iv[0]:.3g} to {iv[1]:.3g}" if iv else "–")(
+                 "FGB permutation interval (the verdict's)": (lambda iv: interval(iv[0], iv[1]) if iv else "–")(
                      nf.get("interval_x1000")),
                  "detectable FGB (80% power)": nf.get("detectable_x1000"),
                  "FGB weighted by axis size": metrics.get("full_gen_bias_axis_weighted_x1000"),
-                 "FGB 95% descriptor-population interval": f"{ci[0]:.3g} to {ci[1]:.3g}" if ci else
+                 "FGB 95% descriptor-population interval": interval(ci[0], ci[1]) if ci else
                  (metrics.get("full_gen_bias_ci_missing") or "–"),
                  "interval method": how.get("method", "–"),
                  "interval over": how.get("unit", "–"),
@@ -229,7 +232,8 @@ def compare_section(data: dict[str, Any]) -> Section:
     if data["changes"]:
         tables.append(Table("Change against the first run", pd.DataFrame([
             {"model": k, "verdict": v.get("verdict"), "fgb_before": v.get("before"), "fgb_after": v.get("after"),
-             "change": v.get("change"), "change 95% CI": interval_text(*(v.get("ci") or [None, None])),
+             **dict(zip(("change", "change 95% CI"),
+                        value_and_interval(v.get("change"), *(v.get("ci") or [None, None]), signed=True))),
              "parroting_before_%": 100 * v["parroting"]["before"] if v.get("parroting") else None,
              "parroting_after_%": 100 * v["parroting"]["after"] if v.get("parroting") else None,
              "prompts": v.get("prompts") or v.get("reason")}

@@ -113,10 +113,13 @@ def _fmt(v: Any) -> str:
 
 
 def interval_text(lo: Any, hi: Any) -> str:
-    """An interval as one table cell, "0.0123 to 0.456", or "–" where either end is missing: two
-    ci_low/ci_high columns are what pushes a wide table past the page."""
+    """An interval as one table cell, both ends to the interval's precision (:mod:`biaslens.rounding`:
+    "0.01 to 0.46"), or "–" where either end is missing: two ci_low/ci_high columns are what pushes a
+    wide table past the page."""
+    from biaslens.rounding import interval
+
     lo, hi = pd.to_numeric(lo, errors="coerce"), pd.to_numeric(hi, errors="coerce")
-    return f"{lo:.3g} to {hi:.3g}" if math.isfinite(lo) and math.isfinite(hi) else "–"
+    return interval(float(lo), float(hi)) if math.isfinite(lo) and math.isfinite(hi) else "–"
 
 
 def intervals(lo, hi) -> list[str]:

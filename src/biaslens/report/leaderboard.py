@@ -14,11 +14,11 @@ from biaslens.report.html import (
     Section,
     Table,
     figure_from_matplotlib,
-    interval_text,
     render_report,
     subplots,
     with_headline,
 )
+from biaslens.rounding import number, value_and_interval
 
 PROCEDURE = ("Which differences are distinguishable: per method, Bonferroni-simultaneous 95% intervals of every "
              "pairwise difference of the ranked quantity (the headline, or its distance from the ideal where no "
@@ -41,8 +41,8 @@ def _cell(c: dict[str, Any]) -> str:
         return c["status"] if c["status"] != "not run" else "–"
     if c["value"] is None:
         return "no headline value"
-    num = f"{c['value']:.3g}" + (f" [{c['ci_low']:.3g}, {c['ci_high']:.3g}]" if c["ci_low"] is not None
-                                 and c["ci_high"] is not None else " (no interval)")
+    value, ci = value_and_interval(c["value"], c["ci_low"], c["ci_high"])  # as the card prints it
+    num = value + (f" [{ci.replace(' to ', ', ')}]" if ci != "–" else " (no interval)")
     return f"#{c['rank']} {num}" if c["comparable"] == "yes" else f"{num} {c['comparable']}"
 
 
@@ -103,8 +103,9 @@ def method_section(b: dict[str, Any]) -> Section:
     ranked = sorted((c for c in b["cells"] if c["rank"] is not None), key=lambda c: c["rank"])
     has_floor = any(c["noise_floor"] is not None for c in ranked)
     order = pd.DataFrame([{
-        "rank": c["rank"], "model": c["model"], "value": c["value"], "95% interval": interval_text(c["ci_low"], c["ci_high"]),
-        **({"noise floor": c["noise_floor"]} if has_floor else {}),
+        "rank": c["rank"], "model": c["model"],
+        **dict(zip(("value", "95% interval"), value_and_interval(c["value"], c["ci_low"], c["ci_high"]))),
+        **({"noise floor": number(c["noise_floor"])} if has_floor else {}),
         "distinguishable from (simultaneous 95%)": _names(c["distinguishable_from"]) or "none",
         "verdict": c["verdict"] or ""} for c in ranked])
     tables = [Table(f"Order: {b['order']}", order, max_rows=len(order))] if len(order) else []
@@ -112,8 +113,9 @@ def method_section(b: dict[str, Any]) -> Section:
     if len(pairs) and pairs["distinguishable"].any():
         d = pairs[pairs["distinguishable"]]
         tables.append(Table("Distinguishable pairs", pd.DataFrame({
-            "model": d["model_a"], "vs": d["model_b"], "difference": d["diff"],
-            "simultaneous 95% interval": [interval_text(a, z) for a, z in zip(d["ci_low"], d["ci_high"])],
+            "model": d["model_a"], "vs": d["model_b"],
+            **dict(zip(("difference", "simultaneous 95% interval"), zip(*[
+                value_and_interval(v, a, z, signed=True) for v, a, z in zip(d["diff"], d["ci_low"], d["ci_high"])]))),
             "adjusted p (Bonferroni)": d["p_adj"]}), f"{len(d)} of {b['m']} pairs; every pair is in pairs.csv.",
             max_rows=60))
     off = [c for c in b["cells"] if c["comparable"] != "yes"]

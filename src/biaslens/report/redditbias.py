@@ -165,14 +165,32 @@ REDDITBIAS_INTRO = ("Paired t-test of phrase perplexities per bias type (the pap
 
 
 def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
-                       changes: pd.DataFrame | None = None) -> Section:
-    """t-values per bias type (paper Figure 1a) and LM perplexity (Figure 1b): ``t`` one row per
-    model and bias type, ``ppl`` one row per model, ``wide`` the t-values as bias type x model;
+                    changes: pd.DataFrame | None = None, *, by: str = "t",
+                    sizes: dict[str, list[int]] | None = None) -> Section:
+    """Sign effect and t-value per bias type (paper Figure 1a) and LM perplexity (Figure 1b): ``t``
+    one row per model and bias type, ``ppl`` one row per model, ``wide`` the drawn value (``by``:
+    "t", or "d" when the runs scored different numbers of pairs, ``sizes``: then only the size-free
+    sign effect and d are shown) as bias type x model;
     ``changes`` the paired before/after tests against the first model."""
-    figures = [grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
+    intro = REDDITBIAS_INTRO
+    if by == "d":
+        figures = [grouped_bars(wide, "effect size d_z (minoritized - dominant)",
+                                "LMB effect size d per bias type (the runs differ in size: t is not comparable)")]
+        intro += (" The runs scored different numbers of phrase pairs ("
+                  + "; ".join(f"{bt} {'/'.join(map(str, n))}" for bt, n in (sizes or {}).items())
+                  + "): a t-value grows with the square root of the number of pairs, so the same bias gives a larger "
+                  "t in the larger run. The figure and the table show the size-free quantities instead: the sign "
+                  "effect (the verdict's) and the paper's effect size d; t is left out.")
+        t = t.assign(**{"d 95% CI": intervals(t["d_ci_low"], t["d_ci_high"])}).drop(
+            columns=[c for c in ("d_ci_low", "d_ci_high", "t", "p", "stars") if c in t.columns])
+        title = "Sign effect and effect size d per bias type"
+    else:
+        figures = [grouped_bars(wide, "t-value (minoritized - dominant)", "LMB t-value per bias type (paper Figure 1a)")]
+        t = t.drop(columns=[c for c in ("d", "d_ci_low", "d_ci_high") if c in t.columns])
+        title = "Sign effect and t-value per bias type"
     if ppl["perplexity"].notna().any():
         figures.append(perplexity_bars(ppl.dropna(subset=["perplexity"]), "LM perplexity (paper Figure 1b)"))
-    tables = [Table("t-value per bias type", t), Table("LM perplexity", ppl)]
+    tables = [Table(title, t), Table("LM perplexity", ppl)]
     if changes is not None and len(changes):
         tables.append(Table("Change against the first model, same phrase pairs", changes,
                             "Per phrase pair, the gap ppl_minoritized - ppl_dominant in each model. The verdict: the "
@@ -181,4 +199,4 @@ def compare_section(t: pd.DataFrame, ppl: pd.DataFrame, wide: pd.DataFrame,
                             "\"towards 0\" = the sign effect moved significantly towards 0 (alpha 0.05). Beside "
                             "it, the paper-style paired t-test of the mean gap, the median change with its "
                             "distribution-free interval, and the log-ratio change."))
-    return Section("RedditBias: bias and perplexity", REDDITBIAS_INTRO, tables=tables, figures=figures)
+    return Section("RedditBias: bias and perplexity", intro, tables=tables, figures=figures)

@@ -33,6 +33,8 @@ _PACKAGES = ("biaslens", "torch", "transformers", "numpy", "scipy", "pandas", "p
 class RunFolderBusy(RuntimeError):
     """Another process is writing this run folder."""
 
+    kind = "busy"
+
 
 def package_versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
@@ -125,7 +127,7 @@ class RunFolder:
                 try:
                     # tables saved, analysis failed: `biaslens report` may redo the analysis
                     status = "analysis_failed" if getattr(exc, "tables_saved", False) else "failed"
-                    self._write_run_json(status, error=f"{exc_type.__name__}: {exc}")
+                    self._write_run_json(status, error=exc)
                 except (OSError, RuntimeError):  # e.g. the disk is full: run.json keeps "running"
                     pass  # (never "complete"); the run's own error is the one to report
         finally:
@@ -155,13 +157,17 @@ class RunFolder:
                 except OSError:
                     pass
 
-    def _write_run_json(self, status: str, error: str | None = None) -> None:
+    def _write_run_json(self, status: str, error: BaseException | None = None) -> None:
+        from biaslens.errors import error_kind, error_message
+
         data = {
             "format_version": RUN_FORMAT_VERSION,
             "biaslens_version": __version__,
             "suite": self.suite,
             "status": status,
-            "error": error,
+            # the message the terminal showed, and what kind of failure it was (no class names)
+            "error": error_message(error) if error is not None else None,
+            "error_kind": error_kind(error) if error is not None else None,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.started)),
             "elapsed_seconds": round(time.time() - self.started, 3),
             "config": self.config,

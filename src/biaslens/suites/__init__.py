@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 
 class UnknownSuite(ValueError):
-    pass
+    """No suite of that name (the message lists the suites)."""
+
+    kind = "bad_input"
 
 
 def suite_class(name: str) -> type[Suite]:

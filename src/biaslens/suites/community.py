@@ -352,6 +352,8 @@ class Community(Suite):
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         _print_summary(ctx.console, result.analysis, result.metrics)
+        if result.verdict and ctx.console is not None:  # the tables' reading in one sentence, as the card says it
+            ctx.console.print(f"Community bias: {result.verdict}", markup=False, soft_wrap=True)
 
 
 def _gap_text(r) -> str:
@@ -392,7 +394,7 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
         status = ("detected" if len(sig) else "not_detected" if math.isfinite(worst) and worst <= target
                   else "cannot_tell")
         entries.append(MetricEntry(
-            name=f"largest_{score}_gap.{model}", value=r["gap"], ci_low=lo, ci_high=hi,
+            name=f"largest_{score}_gap", model=str(model), value=r["gap"], ci_low=lo, ci_high=hi,
             interval=f"simultaneous 95% over {plural(m, 'pair')} (each at {1 - 0.05 / max(m, 1):.4f}): keyword-level t "
                      "(CR2, Welch-Satterthwaite df from each demographic's Bell-McCaffrey df)",
             level=1 - 0.05 / max(m, 1), df=float(r["df"]) if pd.notna(r.get("df")) else None,

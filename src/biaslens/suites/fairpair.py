@@ -230,8 +230,9 @@ def _judge(tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
             need = getattr(r, "needed_prompts", None)
             size = (f"; about {int(need)} prompts x {int(r.needed_samples)} samples per set would detect it"
                     if need is not None and math.isfinite(need) else "")
-            reason.append(f"too little data for the test to see a difference: at this size it detects (about 80% power) "
-                          f"only F above {r.detectable_F:.2f}, not F = {DETECTABLE_F}{size}")
+            reason.append(f"too little data for the test to see a difference: at this size it detects (with about 80% "
+                          f"power) only F above {r.detectable_F:.2f}, so a difference of F = {DETECTABLE_F} (B about 5% "
+                          f"above the sampling variability V), the smallest this verdict would rule out, goes unseen{size}")
         else:
             status.append("not significant")
             reason.append("")
@@ -263,11 +264,12 @@ def verdict(tests: pd.DataFrame, table3: pd.DataFrame, alpha: float, names: str)
             if weak:
                 text += (f" The prompt-level test (one value per prompt) does not confirm it for {', '.join(weak)}.")
         elif len(unsure):
-            why = "; ".join(f"{r.dissimilarity}: {r.reason}" for r in unsure.itertuples())
-            text = f"Cannot tell whether {names} are treated differently: {why}."
-            rest = g[g["status"] == "not significant"]
-            if len(rest):
-                text += (f" No significant difference on {', '.join(rest['dissimilarity'])} (p {adj}).")
+            # one clause per dissimilarity in the order they were asked for, so the sentence starts with
+            # the headline's (the card's number and picture show the first dissimilarity's F)
+            clauses = [f"{r.dissimilarity} (F = {number(f.get(r.dissimilarity))}): "
+                       + (f"cannot tell, {r.reason}" if r.status == "cannot tell"
+                          else f"no significant difference ({p_text(r.p_holm)}, {adj})") for r in g.itertuples()]
+            text = f"Cannot tell whether {names} are treated differently: {'; '.join(clauses)}."
         else:
             det = ", ".join(f"{r.dissimilarity} F above {r.detectable_F:.2f}" for r in g.itertuples())
             text = (f"Not significant: no difference between {names} beyond the model's sampling variability "
@@ -435,13 +437,13 @@ class FairPair(Suite):
                 status = {"significant": "detected", "not significant": "not_detected"}.get(test.get("status"),
                                                                                             "cannot_tell")
                 entries.append(MetricEntry(
-                    name=f"F.{dissim}" + (f".{model}" if len(metrics["models"]) > 1 else ""), value=t["F"],
+                    name=f"F.{dissim}", model=str(model) if len(metrics["models"]) > 1 else None, value=t["F"],
                     ideal=1.0, higher_is_better=None, n_used=t["n_prompts"], n_missing=t["n_undefined_F"],
                     test="Welch t-test of cross- vs within-set dissimilarities (pooled over prompts), Holm over the "
                          "dissimilarities", p_value=test.get("p_holm"), df=test.get("df"),
                     detectable=test.get("detectable_F"), verdict=status,
-                    description=f"{model}: B / V for {dissim} (1: the counterfactual differs no more than the model's "
-                                f"own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
+                    description=f"{model}: B^2 / (V_A V_B) for {dissim} (1: the counterfactual differs no more than "
+                                f"the model's own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
         verdict = " ".join(metrics["verdicts"].values()) or None
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=res, verdict=verdict)
 

@@ -203,10 +203,13 @@ class RedditBias(Suite):
             s = by_type.get(str(r.bias_type))
             if s is not None:
                 entries.append(_sign_entry(s, overview, int(r.n_input)))
+        warnings = list((ctx.record.get("lm_eval") or {}).get("warnings", []))
+        note = template_note(metrics)  # in the verdict, so the card's sentence says it too
+        verdict = lmb_verdict(overview)
         return SuiteResult(metrics=metrics, entries=entries + d_entries + t_entries,
                            tables={"lmb": lmb, "headline_items": headline_items(tables["pairs"], overview)},
-                           analysis=lmb, verdict=lmb_verdict(overview),
-                           warnings=(ctx.record.get("lm_eval") or {}).get("warnings", []))
+                           analysis=lmb, verdict=f"{verdict} ({note})" if verdict and note else verdict,
+                           warnings=warnings)
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
         from biaslens.report.redditbias import render
@@ -328,6 +331,16 @@ def _count_text(o: dict[str, Any]) -> str:
     return text + f" (exact sign test, Holm over the {m} types)"
 
 
+def template_note(metrics: dict[str, Any]) -> str:
+    """What a run without RedditBias data measured, for its verdict and warnings ('' with data)."""
+    types = [bt for bt in metrics.get("bias_types", []) if (metrics.get(bt) or {}).get("source") == "templates"]
+    if not types:
+        return ""
+    which = "every bias type" if len(types) == len(metrics.get("bias_types", [])) else ", ".join(types)
+    return (f"measured on template phrases made from the bias specifications ({which}), not on the paper's "
+            "Reddit comments: pass --data-dir with a RedditBias checkout for those")
+
+
 def lmb_verdict(o: dict[str, Any]) -> str | None:
     """The run in one sentence, from the exact sign test with Holm's correction over the bias types
     (``o``: :func:`lmb_overview`): which types show bias and in which direction, each with its
@@ -371,7 +384,8 @@ def _print_summary(console, lmb: pd.DataFrame, metrics: dict) -> None:
     console.print(table)
     verdict = lmb_verdict(metrics.get("overview") or {"n_types": 0})
     if verdict:
-        console.print(f"RedditBias: {verdict}", soft_wrap=True)
+        note = template_note(metrics)
+        console.print(f"RedditBias: {verdict}" + (f" ({note})" if note else ""), soft_wrap=True)
     if "lm_perplexity" in metrics:
         console.print(f"LM perplexity on {metrics['lm_perplexity']['file']}: {number(metrics['lm_perplexity']['perplexity'])}")
     console.print("Welch's t and every other number: lmb.csv and metrics.json")

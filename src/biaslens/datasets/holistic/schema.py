@@ -42,6 +42,8 @@ PLACEHOLDERS = ("{noun_phrase}", "{plural_noun_phrase}")
 class DatasetError(ValueError):
     """A dataset file is malformed; the message names the file, the entry and the line."""
 
+    kind = "bad_input"
+
 
 @dataclass
 class HolisticDataset:
