@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from biaslens.bias_card import compare_cards
+from biaslens.bias_card import card_methods, compare_cards
 from biaslens.cli import app
 from biaslens.comparison.change import gate, outcome
 from biaslens.comparison.gate import compare_gate
@@ -113,9 +113,14 @@ def test_redditbias_runs_of_different_sizes_are_compared_by_d(card, tmp_path):
     assert change["verdict"] == "not comparable" and "phrase selection" in change["reason"]
     res = CliRunner().invoke(app, ["compare", str(card / "redditbias"), str(big), "--out", str(tmp_path / "c2")])
     assert res.exit_code == 0, res.output
-    assert "compared by the size-free effect size d" in res.output and ": t = " not in res.output
+    # only the size-free quantities: the sign effect (the verdict's) and the paper's d, never t
+    out = " ".join(res.output.split())
+    assert "compared by the size-free sign effect and effect size d" in out, out
+    assert re.search(r"race: sign effect = fake: [-+]?\d.*; paper's d = fake: ", out), out
+    assert not re.search(r"\bt = ", out), out
     page = (tmp_path / "c2" / "report.html").read_text(encoding="utf-8")
     assert "LMB effect size d per bias type" in page and "Figure 1a" not in page
+    assert "Sign effect and effect size d per bias type" in page and "t-value per bias type" not in page
     # the same size: t, as the paper draws it
     same = compare_runs([card / "redditbias", card / "redditbias"], tmp_path / "cmp3")
     assert same["redditbias"]["compared_by"] == "t"
@@ -165,8 +170,9 @@ def test_the_picture_draws_the_reference_the_sentence_uses(card, monkeypatch):
     for ax in captured["fig"].axes:
         xs = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
         dashed.append(xs[0] if xs else None)
+    bold_floor = json.loads((card / "bold" / "metrics.json").read_text())["entries"][0]["reference"]
     want = {"holistic-likelihood": 0.05, "holistic-generation": floor, "redditbias": 0.0, "fairpair": 1.0,
-            "community": 0.0}
+            "community": 0.0, "bbq": 0.0, "bold": bold_floor, "crows-pairs": 50.0, "winogender": 0.0, "winobias": 0.0}
     assert dashed == pytest.approx([want[r["suite"]] for r in methods])
     labels = [t.get_text() for ax in captured["fig"].axes for t in ax.texts]
     assert " chance level 0.05" in labels, labels
@@ -232,7 +238,7 @@ def test_the_ci_example_of_the_docs_runs_as_written(card, tmp_path):
     res = gate_run()
     assert res.returncode == 0, res.stderr[-3000:]
     decision = json.loads((project / "runs" / "bias-gate.json").read_text())["gate"]
-    assert decision["result"] == "pass" and len(decision["methods"]) == 5
+    assert decision["result"] == "pass" and len(decision["methods"]) == len(card_methods())
     assert "gate: pass" in res.stderr
     # the stored card was much better on Likelihood Bias: the new model fails the gate
     _set_headline(project / "ci" / "card-current", "holistic-likelihood", 0.0, 0.0, 0.01)

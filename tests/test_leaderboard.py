@@ -54,7 +54,10 @@ def test_order_and_distinguishable_pairs(base_card, tmp_path):
     # community names its headline after the model: still one metric, compared across models
     com = next(m for m in res["methods"] if m["suite"] == "community")
     assert all(c["comparable"] == "yes" for c in com["cells"]) and com["m"] == 3
-    assert any("alt-profanity-check" in w for w in _cell(res, "community", "model-a")["scorer_warnings"])
+    # the judges' warnings travel with the cell: those of the community run's own scorer cards
+    run = json.loads((base_card / "community" / "metrics.json").read_text())
+    own = [w for c in run.get("scorer_cards") or [] for w in (c.get("skill_warning"), c.get("warning")) if w]
+    assert own and _cell(res, "community", "model-a")["scorer_warnings"] == own
     # FairPair F has no interval: ordered, but no difference is called
     fp = next(m for m in res["methods"] if m["suite"] == "fairpair")
     assert fp["m"] == 0 and "cannot tell" in fp["summary"]

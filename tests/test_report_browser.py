@@ -324,13 +324,15 @@ def test_bias_card_page_renders_in_chromium(tmp_path, style_encoder):
     dom, console = dump_dom(page, tmp_path)
     s = check_structure(dom, console, "card")
     # tables[0]: the headline numbers (a header and one row per method); the last: the budget's sizes
-    assert s.tables[0] == 1 + 5, "the headline table has a header and one row per method"
+    from biaslens.bias_card import card_methods
+
+    assert s.tables[0] == 1 + len(card_methods()), "the headline table has a header and one row per method"
     assert len(s.imgs) == 1 and s.imgs[0]["alt"].startswith("Each method's headline"), s.imgs
     assert dom.index('class="sentences"') < dom.index("<img") < dom.index("One line per method") \
         < dom.index("HolisticBias Likelihood Bias</h2>") < dom.index("Budget and machine</h2>")
-    assert dom.count("<li>") == 5
+    assert dom.count("<li>") == len(card_methods())
     links = re.findall(r'<a href="([^"]+)"', dom)
-    assert len(links) == 5 and all((out / href).is_file() for href in links), links
+    assert len(links) == len(card_methods()) and all((out / href).is_file() for href in links), links
     layout = measure_layout(page, tmp_path)
     assert layout["scrollWidth"] <= layout["clientWidth"], f"the card scrolls sideways at 1280 px: {layout}"
     assert not layout["wide"], f"tables wider than their box: {layout['wide']}"

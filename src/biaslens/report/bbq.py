@@ -126,18 +126,12 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
     return render_report(title=f"BBQ: {run['model']}", run=run, sections=sections)
 
 
-def compare_section(entries) -> tuple[list[Section], dict[str, Any]]:
+def compare_section(entries, verdicts: dict[str, dict[str, Any]]) -> tuple[list[Section], dict[str, Any]]:
     """``biaslens compare``: each model's S_AMB and S_DIS per category with their intervals and
-    non-UNKNOWN counts; the pooled S_AMB of each model against the first (non-overlapping 95%
-    intervals count as a change)."""
-    from biaslens.comparison.entries import interval_change_verdict
-
-    have = [e for e in entries if "bbq" in e.metrics]
-    if not have:
-        return [], {}
-    rows, pooled, verdicts = [], {}, {}
-    first = None
-    for e in have:
+    non-UNKNOWN counts, and ``verdicts`` (each model's pooled S_AMB against the first, decided in
+    :mod:`biaslens.comparison.bbq`)."""
+    rows, pooled = [], {}
+    for e in entries:
         m = e.metrics["bbq"]
         for group, r in (m.get("by_category") or {}).items():
             rows.append({"model": e.label, "category": group, "S_AMB": _x100(r["s_amb"]),
@@ -148,16 +142,12 @@ def compare_section(entries) -> tuple[list[Section], dict[str, Any]]:
                          if r["s_dis_ci_low"] is not None else "–",
                          "non-UNKNOWN answers, disambiguated": r["n_non_unknown_dis"],
                          "accuracy, ambiguous": _x100(r["accuracy_ambiguous"])})
-        head = next((x for x in m.get("entries") or [] if x.get("name") == "s_amb"), None)
         pooled[e.label] = {k: (m.get("pooled") or {}).get(k) for k in ("s_amb", "s_dis")}
-        if head is not None:
-            if first is None:
-                first = head
-                verdicts[e.label] = {"verdict": "reference", "reason": "the first model"}
-            else:
-                verdicts[e.label] = interval_change_verdict(first, head)
     df = pd.DataFrame(rows)
-    intro = ("S_AMB and S_DIS (x100) per category and model, with 95% template-bootstrap intervals; the pooled S_AMB "
-             "of each model against the first: " + "; ".join(f"{k}: {v['verdict']}" for k, v in verdicts.items()))
+    intro = ("S_AMB and S_DIS (x100) per category and model, with 95% template-bootstrap intervals. The pooled S_AMB "
+             "of each model against the first (a change only where the two runs' 95% intervals do not overlap, "
+             "and only for runs of the same items and answering): "
+             + "; ".join(f"{k}: {v['verdict']}" + (f" ({v['reason']})" if v.get("reason") and v["verdict"] != "reference" else "")
+                         for k, v in verdicts.items()))
     return [Section("BBQ bias scores per model", intro, tables=[Table("BBQ per model and category", df, max_rows=200)])], \
         {"pooled": pooled, "vs_first": verdicts}

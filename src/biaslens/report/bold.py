@@ -112,14 +112,12 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
                          warnings=card_warnings(cards))
 
 
-def compare_section(entries) -> tuple[list[Section], dict[str, Any]]:
-    """``biaslens compare``: each model's mean sentiment and toxicity per group, and its largest gaps
-    with their simultaneous intervals and noise floors."""
-    have = [e for e in entries if "bold" in e.metrics]
-    if not have:
-        return [], {}
+def compare_section(entries, changes: dict[str, dict[str, Any]]) -> tuple[list[Section], dict[str, Any]]:
+    """``biaslens compare``: each model's mean sentiment and toxicity per group, its largest gaps
+    with their simultaneous intervals and noise floors, and ``changes`` (each later model's
+    headline against the first, decided in :mod:`biaslens.comparison.bold`)."""
     rows, heads, largest = [], [], {}
-    for e in have:
+    for e in entries:
         m = e.metrics["bold"]
         for r in m.get("groups") or []:
             rows.append({"model": e.label, "domain": r["domain"], "group": r["group"],
@@ -133,8 +131,12 @@ def compare_section(entries) -> tuple[list[Section], dict[str, Any]]:
             largest[e.label if len(m.get("largest_sentiment_gap")) == 1 else f"{e.label} ({label})"] = v
     wide = pd.DataFrame(rows).pivot_table(index=["domain", "group"], columns="model", values="sentiment, mean",
                                           sort=False).reset_index() if rows else pd.DataFrame()
-    return [Section("BOLD per model", "Largest gaps between groups (simultaneous intervals, page-level) and each "
-                    "group's mean sentiment per model.",
+    intro = ("Largest gaps between groups (simultaneous intervals, page-level) and each group's mean sentiment per "
+             "model." + (" The headline gap of each model against the first (a change only where the two runs' "
+                         "intervals do not overlap, and only for runs of the same pages, decoding and judge): "
+                         + "; ".join(f"{k}: {v['verdict']}" + (f" ({v['reason']})" if v.get("reason") else "")
+                                     for k, v in changes.items()) if changes else ""))
+    return [Section("BOLD per model", intro,
                     tables=[Table("Largest gaps per model", pd.DataFrame(heads)),
                             Table("Mean sentiment per group and model", wide, max_rows=100)])], \
-        {"largest_sentiment_gap": largest}
+        {"largest_sentiment_gap": largest, "vs_first": changes}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from biaslens.comparison.bbq import bbq_lines, bbq_section
 from biaslens.datasets.bbq import SOURCE, SOURCE_COMMIT, load_items, sample_items
 from biaslens.datasets.bbq.answers import RULES, map_answer, read_answers
 from biaslens.engine.scoring import ScoringStats
@@ -223,19 +224,6 @@ def bbq_verdict(s: pd.DataFrame, how: str) -> str:
              + (f" ({', '.join(amb['group'])})" if len(amb) else ""),
              f"{len(dis)} of {m} in disambiguated contexts" + (f" ({', '.join(dis['group'])})" if len(dis) else "")]
     return "; ".join(parts)
-
-
-def bbq_section(entries, options=None):
-    """`biaslens compare`: each model's S_AMB and S_DIS per category with intervals (a table) and the metrics."""
-    from biaslens.report.bbq import compare_section
-
-    return compare_section(entries)
-
-
-def bbq_lines(metrics: dict[str, Any]) -> list[str]:
-    """The terminal lines of `biaslens compare`: each model's pooled S_AMB and S_DIS."""
-    return [f"BBQ {label}: S_AMB {number(100 * v['s_amb'], signed=True)}, S_DIS {number(100 * v['s_dis'], signed=True)} "
-            "(x100, all categories)" for label, v in (metrics.get("pooled") or {}).items()]
 
 
 class Bbq(Suite):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from biaslens.comparison.bold import bold_lines, bold_section
 from biaslens.datasets.bold import PAPER_PROMPT_COUNT, SOURCE, SOURCE_COMMIT, load_prompts, sample_prompts
 from biaslens.engine.scoring import ScoringStats
 from biaslens.errors import ConfigError
@@ -230,19 +231,6 @@ def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEn
                 text += f" (the {score_name} judge has NO MEASURED SKILL: not evidence of bias)"
             sentences.append(text)
     return entries, sentences
-
-
-def bold_section(entries, options=None):
-    """`biaslens compare`: each model's group scores and largest gaps."""
-    from biaslens.report.bold import compare_section
-
-    return compare_section(entries)
-
-
-def bold_lines(metrics: dict[str, Any]) -> list[str]:
-    """The terminal lines of `biaslens compare`: each model's largest sentiment gap."""
-    return [f"BOLD {label}: largest sentiment gap {number(v.get('value'), signed=True)} ({v.get('pair')})"
-            for label, v in (metrics.get("largest_sentiment_gap") or {}).items()]
 
 
 class Bold(Suite):
