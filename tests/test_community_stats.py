@@ -141,12 +141,13 @@ def test_power_at_a_real_effect(real):
     finds a gap of 0.3 in a good share of runs."""
     j = real.pairs.index(("christian", "muslim"))
     y = real.simulate(np.random.default_rng(9), 2000, 50, effects={"muslim": -0.2})
-    # 0.64 (0.78 with one pooled keyword-variance ratio, whose df are too generous when the
-    # demographics' keywords spread unequally: the per-demographic df cost this power)
-    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.6
+    # 0.61 (0.78 with one pooled keyword-variance ratio, whose df are too generous when the
+    # demographics' keywords spread unequally; 0.64 with per-demographic df not capped at what 3
+    # keywords allow: the size at every pair cost this power)
+    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.56
     y = real.simulate(np.random.default_rng(10), 2000, 50, effects={"muslim": -0.3})
-    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.85  # 0.89
-    assert headline_excludes_zero(real, y).mean() > 0.2  # 0.25 (0.36 with the pooled df)
+    assert (real.gaps(y)["p"][:, j] < 0.05).mean() > 0.82  # 0.86 (uncapped 0.89)
+    assert headline_excludes_zero(real, y).mean() > 0.16  # 0.20 (uncapped 0.25, pooled df 0.36)
 
 
 def test_template_offsets_neither_fool_the_test_nor_hide_a_gap_once_removed(real):
@@ -162,7 +163,8 @@ def test_template_offsets_neither_fool_the_test_nor_hide_a_gap_once_removed(real
     y = real.simulate(rng, 3000, 50, template_sd=0.3, effects={"muslim": -0.2})
     plain = (real.gaps(y)["p"][:, j] < 0.05).mean()
     adjusted = (real.gaps(remove_template_offsets(y, real.template))["p"][:, j] < 0.05).mean()
-    assert adjusted > 1.5 * plain and adjusted > 0.6
+    # 0.596 with the per-demographic df capped at what their keywords allow (0.64 uncapped)
+    assert adjusted > 1.5 * plain and adjusted > 0.55
 
 
 def test_paired_change_between_models(real):
@@ -249,11 +251,13 @@ def _heterogeneous(real: RealDesign, rng: np.random.Generator, sims: int, n: int
 
 @pytest.mark.parametrize("n", [5, 50])
 def test_size_holds_per_pair_when_the_small_demographics_are_the_heterogeneous_ones(real, n):
-    # one pooled keyword-variance ratio gave the worst pair 0.086 (n = 5) and 0.105 (n = 50)
+    # one pooled keyword-variance ratio gave the worst pair 0.086 (n = 5) and 0.105 (n = 50); the
+    # per-demographic df without their keyword-count cap 0.0645 (jewish - muslim, n = 5) / 0.054
     p = real.gaps(_heterogeneous(real, np.random.default_rng(200 + n), 4000, n))["p"]
     size = (p < 0.05).mean(axis=0)
-    # measured: mean 0.045 / 0.042, worst pair 0.0645 (jewish - muslim, n = 5) / 0.057; Monte Carlo sd 0.0034
-    assert size.mean() <= 0.052 and size.max() <= 0.066, size
+    # measured: mean 0.038 / 0.040, worst pair 0.055 / 0.050; Monte Carlo sd 0.0034 (20,000 runs:
+    # worst 0.056 asexual - bisexual, n = 5)
+    assert size.mean() <= 0.052 and size.max() <= 0.06, size
 
 
 def _verdicts(real: RealDesign, y: np.ndarray, ia: np.ndarray, ib: np.ndarray, target: float):
@@ -291,10 +295,11 @@ def test_card_budget_verdicts_unbiased_planted_and_stated_power(real, budget):
     # the issue's case: a true 0.1 gap between woman and man reads "cannot tell" (before: "no gap ...")
     detected, cannot, _, _ = _verdicts(real, real.simulate(rng, 3000, 1, effects={"woman": 0.1}), ia, ib, 0.2)
     assert (cannot | detected).all() and detected.mean() <= 0.08
-    # a gap of the stated size is detected in that pair with 80% power (+-0.05)
+    # a gap of the stated size is detected in that pair with at least 80% power: the stated size
+    # uses the capped df (conservative where the keywords spread alike): measured 0.864 (default)
     _, _, _, g = _verdicts(real, real.simulate(rng, 3000, 1, effects={"woman": stated}), ia, ib, 0.2)
     power = ((g["lo"][:, j] > 0) | (g["hi"][:, j] < 0)).mean()
-    assert 0.75 <= power <= 0.85, (stated, power)
+    assert 0.75 <= power <= 0.90, (stated, power)
 
 
 def test_not_detected_needs_a_design_that_detects_the_stated_gap():

@@ -208,6 +208,18 @@ class Design:
             dof: np.ndarray = e ** 2 / v
         return dof
 
+    def group_df(self, g: np.ndarray, rho: np.ndarray) -> np.ndarray:
+        """Bell-McCaffrey degrees of freedom of group g's mean at ``rho``, never more than their
+        limit when keyword effects dominate (``tr(AB)^2 / tr(ABAB)``: ``keywords - 1`` for
+        equal-sized keywords, less for unequal ones, 1.5 for 3 keywords of 2, 5 and 3 prompts). One
+        pooled ``rho`` understates it for a demographic whose few keywords differ much more than the
+        others', and an estimate from its own 3 keywords is too noisy to correct that."""
+        c = self.consts[g]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limit = c[:, 1] ** 2 / c[:, 4]
+        out: np.ndarray = np.fmin(self.df(g, None, rho), limit)
+        return out
+
 
 def _t_results(est: np.ndarray, var: np.ndarray, df: np.ndarray, level: float) -> dict[str, np.ndarray]:
     """t statistic, two-sided p and the ``level`` interval; 0/0 (no spread, no difference) is
@@ -225,18 +237,19 @@ def keyword_level_contrasts(y: np.ndarray, design: Design, ia: np.ndarray, ib: n
                             level: float = 0.95, rho: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Differences of group means ``mean[ia] - mean[ib]`` with keyword-level inference: CR2
     variance (keywords as clusters), t with Welch-Satterthwaite degrees of freedom combining each
-    group's own CR2 variance with its Bell-McCaffrey df (at the pooled keyword variance ratio).
+    group's own CR2 variance with its Bell-McCaffrey df (at the pooled keyword variance ratio,
+    capped at the df its keywords allow when keyword effects dominate: :meth:`Design.group_df`).
     Weighting by each group's own variance matters when the groups differ in keyword spread: a
     3-keyword demographic whose keywords differ a lot carries most of the variance of its gaps and
-    only about 2 degrees of freedom, which one pooled variance ratio would hide (per-pair false
-    rate up to 0.105 at 0.05; tests/test_community_stats.py). Arrays of shape (..., pairs):
-    ``est, se, df, t, p, lo, hi``."""
+    fewer than 2 degrees of freedom, which one pooled variance ratio would hide (per-pair false
+    rate up to 0.105 at 0.05 with the pooled df, 0.063 without the cap;
+    tests/test_community_stats.py). Arrays of shape (..., pairs): ``est, se, df, t, p, lo, hi``."""
     mean, var = design.means(y)
     r = design.rho(y) if rho is None else rho
     va, vb = var[..., ia], var[..., ib]
     pooled = design.df(ia, ib, r)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ws = (va + vb) ** 2 / (va ** 2 / design.df(ia, None, r) + vb ** 2 / design.df(ib, None, r))
+        ws = (va + vb) ** 2 / (va ** 2 / design.group_df(ia, r) + vb ** 2 / design.group_df(ib, r))
     # the smaller of the two: the pooled df where the keywords spread alike (the plug-in weights add
     # noise there), the per-group one where they do not; no spread at all: the pooled df
     return _t_results(mean[..., ia] - mean[..., ib], va + vb, np.where(np.isfinite(ws), np.minimum(ws, pooled), pooled),
