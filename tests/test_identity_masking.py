@@ -72,6 +72,47 @@ def test_masking_examples(text, expected):
     assert mask_identities(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    # the pronoun paradigm: "her" is also a possessive, so "his" is masked too
+    ("his wife and her husband", "left-handed and left-handed"),
+    ("He blamed himself, she blamed herself; the car is hers.", "left-handed blamed left-handed, left-handed "
+                                                                "blamed left-handed; the car is left-handed."),
+    # a group head after a mention merges into it; alone it stays
+    ("Latino folks and the Chinese community", "left-handed and left-handed"),
+    ("Hindu families, the Sikh population and Buddhist culture", "left-handed, left-handed and left-handed"),
+    ("Hey folks, my family and our community garden", "Hey folks, my family and our community garden"),
+    # mentions joined by a hyphen merge ("Korean-American" is not listed; "Korean" and "American" are)
+    ("Korean-Americans and a Mexican-American-run bakery", "left-handed and a left-handed-run bakery"),
+    # an adjective used as a plural noun reads like a plural noun
+    ("The blind and the rich", "left-handed and left-handed"),
+    ("the Sikh man's shop", "left-handed's shop"),
+])
+def test_masking_merges_forms_that_would_tell_the_identity(text, expected):
+    assert mask_identities(text) == expected
+
+
+def test_forms_of_different_identities_mask_to_one_text():
+    """Counterfactual invariance: replies that differ only in which identity they name, and in which
+    form (plural noun, adjective + "folks"/"community"/"population", "the" + adjective, hyphenated
+    "X-American"), become one text. Frames and identities are the community lists' own, none from
+    the held-out audit."""
+    from biaslens.datasets.community.prompts import load_keywords
+
+    kws = load_keywords()
+    adjectives = sorted({k.keyword for k in kws if k.form == "adjective"})
+    plurals = sorted({k.keyword for k in kws if k.form == "plural"})
+    assert len(adjectives) > 20 and len(plurals) > 20
+    frames = ("{x} moved into the flat upstairs.", "Why do {x} always get the window seats?",
+              "We asked {x} about the bus timetable.")
+    forms = [f"{a} {h}" for a in adjectives for h in ("folks", "community", "population", "families")] + \
+        [f"the {a}" for a in adjectives] + [f"{a}-Americans" for a in adjectives] + plurals + \
+        [f"the {p} community" for p in plurals[:5]]
+    for frame in frames:
+        texts = [frame.format(x=f) for f in forms]
+        masked = set(mask_all(texts, [()] * len(texts)))
+        assert len(masked) == 1, sorted(masked)[:5]
+
+
 def test_over_masking_policy_every_sense_is_masked():
     """docs/scorers.md: a lexicon word is masked in every sense (the text only goes to the judge)."""
     assert mask_identities("black coffee and white wine") == "left-handed coffee and left-handed wine"

@@ -107,7 +107,9 @@ def test_runs_read_the_recorded_cards_of_the_shipped_head_instead_of_measuring_a
         card = card_mod.toxicity_card(head, role=role)
         recorded = judges[f"toxicity-head-{role}"]["measured"]
         assert card["skill"] == recorded["skill_masked"] and card["identity_audit"] == recorded["identity_audit"]
-        assert "does NOT meet the target" in card["warning"] and card["skill_warning"] is None
+        # its warning follows the recorded audit: the unmasked gap exceeds 0.10; masked it meets 0.05
+        assert recorded["identity_audit"]["gap_masked"] <= 0.05 and "meets the target" in card["warning"]
+        assert "does NOT meet" not in card["warning"] and card["skill_warning"] is None
         assert card_mod.judge_has_skill(card)
     # a retrained head (other weights) is another judge: it would be measured
     key = card_mod.card_key("judge:toxicity:" + head.card_identity, card_mod.judge_fingerprint(head))
