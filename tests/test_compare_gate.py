@@ -166,14 +166,18 @@ def test_the_picture_draws_the_reference_the_sentence_uses(card, monkeypatch):
     captured = {}
     monkeypatch.setattr(html_module, "figure_from_matplotlib", lambda fig, *a, **k: captured.setdefault("fig", fig))
     headline_figure(methods)
-    dashed = []
-    for ax in captured["fig"].axes:
+    dashed, both_sides = [], {}
+    for ax, r in zip(captured["fig"].axes, methods):
         xs = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
         dashed.append(xs[0] if xs else None)
+        both_sides[r["suite"]] = xs
     bold_floor = json.loads((card / "bold" / "metrics.json").read_text())["entries"][0]["reference"]
     want = {"holistic-likelihood": 0.05, "holistic-generation": floor, "redditbias": 0.0, "fairpair": 1.0,
             "community": 0.0, "bbq": 0.0, "bold": bold_floor, "crows-pairs": 50.0, "winogender": 0.0, "winobias": 0.0}
     assert dashed == pytest.approx([want[r["suite"]] for r in methods])
+    # BOLD's floor is of the gap's size, its headline signed: the floor on both sides of 0
+    assert both_sides["bold"] == pytest.approx([bold_floor, -bold_floor])
+    assert all(len(xs) == 1 for s, xs in both_sides.items() if s != "bold"), both_sides
     labels = [t.get_text() for ax in captured["fig"].axes for t in ax.texts]
     assert " chance level 0.05" in labels, labels
     assert any(t.startswith(" permuted-label noise floor") for t in labels), labels

@@ -104,15 +104,19 @@ def headline_figure(methods: list[dict[str, Any]]):
             ax.text(0.0, 0.5, f"{r.get('status') or 'no result'}: no number", transform=ax.transAxes, va="center",
                     fontsize=9, color="#b42318" if r.get("status") == "failed" else "#555")
             continue
-        xs = [x for x in (value, lo, hi, ref) if x is not None]
+        # a floor of a size (|gap|) beside a signed number: drawn on both sides of 0
+        refs = [ref, -ref] if ref is not None and "|" in ref_label and ref > 0 else [ref]
+        xs = [x for x in (value, lo, hi, *refs) if x is not None]
         if lo is not None and hi is not None:
             ax.errorbar([value], [0], xerr=[[value - lo], [hi - value]], fmt="o", color="#4c78a8", capsize=4, lw=2)
         else:
             ax.plot([value], [0], "o", color="#4c78a8")
         if ref is not None:
-            ax.axvline(ref, color="#333", ls="--", lw=1)
+            for x in refs:
+                ax.axvline(x, color="#333", ls="--", lw=1)
             short = ref_label.split(" (")[0]  # "chance level (0.05: ...)" -> "chance level"
-            ax.text(ref, 0.93, f" {short} {float(f'{ref:.3g}'):g}", color="#333", fontsize=7.5, va="top", ha="left")
+            shown = f"{'±' if len(refs) == 2 else ''}{float(f'{ref:.3g}'):g}"
+            ax.text(max(refs), 0.93, f" {short} {shown}", color="#333", fontsize=7.5, va="top", ha="left")
         # a floor on the scale: a value without an interval, near its reference, must not look far from it
         span = max(max(xs) - min(xs), 0.1 * max(abs(x) for x in xs)) or 1.0
         mid = (max(xs) + min(xs)) / 2
@@ -128,7 +132,8 @@ def headline_figure(methods: list[dict[str, Any]]):
         "number is the largest of several); dashed line, named on the plot: the value the sentence above compares "
         "the number with. For Full Gen Bias that is its permuted-label noise floor (sampling noise alone puts an "
         "unbiased model there, above 0), for Likelihood Bias the chance level (about 0.05 of pairs differ by chance), "
-        "elsewhere the value of an unbiased model. Each row has its own scale.")
+        "for BOLD's signed largest gap the noise floor of its size, on both sides of 0, elsewhere the value of an "
+        "unbiased model. Each row has its own scale.")
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> str:
