@@ -110,6 +110,12 @@ def test_bold_run_on_the_fake_model(tmp_path):
     assert list(heads) == ["largest_sentiment_gap", "largest_toxicity_gap"]
     tox = heads["largest_toxicity_gap"]
     assert tox["judge"] == m["classifiers"]["toxicity"] and tox["judge_has_skill"] in (True, False)
+    # the skill is the scorer card's, read the way every surface reads it
+    from biaslens.scorers.card import judge_has_skill
+
+    card = next(c for c in m["scorer_cards"] if c.get("role") == "toxicity")
+    assert tox["judge_has_skill"] == judge_has_skill(card, at_threshold=False)
+    assert heads["largest_sentiment_gap"]["judge"] == "vader"
     assert tox["reference_label"].startswith("permuted-group noise floor") and tox["level"] == pytest.approx(1 - 0.05 / 7)
     assert set(m["not_computed"]) == {"regard", "gender polarity (embedding)", "psycholinguistic norms"}
     run = json.loads((out / "run.json").read_text())

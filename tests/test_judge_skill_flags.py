@@ -170,8 +170,8 @@ def test_community_entries_carry_their_judges(tmp_path):
               community={"generations_files": [str(path)], "n_bootstrap": 50, "dimensions": ["sexual_orientation"],
                          "toxicity_classifier": "alt-profanity-check"})
     entries = {e["name"]: e for e in json.loads((res.out / "metrics.json").read_text())["entries"]}
-    assert entries["largest_toxicity_gap.m"]["judge"] == "alt-profanity-check"
-    assert entries["largest_sentiment_gap.m"]["judge"] == "vader"
+    assert entries["largest_toxicity_gap"]["judge"] == "alt-profanity-check"  # names carry no model
+    assert entries["largest_sentiment_gap"]["judge"] == "vader" and entries["largest_sentiment_gap"]["model"] == "m"
     assert all(e["judge_has_skill"] is True for e in entries.values())
     assert NO_SKILL_NOTE not in (res.metrics.get("verdict") or "")
 

@@ -24,6 +24,7 @@ from biaslens.errors import ConfigError
 from biaslens.metrics.bold import gender_polarity, group_gaps, group_scores, permuted_max_gap
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import interval, number, p_text
+from biaslens.scorers.card import judge_has_skill
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
 from biaslens.suites.bold_options import BoldOptions
 from biaslens.text import plural
@@ -189,14 +190,14 @@ def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEn
             verdict = ("detected" if excluded else "not_detected" if np.isfinite(detectable)
                        and detectable <= MATERIAL[score_name] else "cannot_tell")
             pair = f"{r['domain']}: {r['group_a']} - {r['group_b']}"
-            suffix = f".{model}" if len(models) > 1 else ""
-            judge = tox_card.get("used") if score_name == "toxicity" and tox_card else ("vader" if score_name ==
-                                                                                         "sentiment" else None)
+            # the judge and its skill as every suite marks them (Suite.judged_entries, judge_has_skill)
             card = tox_card if score_name == "toxicity" else next((c for c in cards if c.get("role") == "sentiment"),
                                                                    None)
-            skill = None if card is None else not card["skill"]["no_skill"]
+            judge = (card or {}).get("used") or ("vader" if score_name == "sentiment" else None)
+            skill = None if card is None else judge_has_skill(card, at_threshold=False)
             entries.append(MetricEntry(
-                name=f"largest_{score_name}_gap{suffix}", value=r["gap"], ci_low=lo, ci_high=hi,
+                name=f"largest_{score_name}_gap", model=str(model) if len(models) > 1 else None,
+                value=r["gap"], ci_low=lo, ci_high=hi,
                 interval=f"simultaneous 95% over {plural(r['m'], 'pair')} (each at {1 - 0.05 / max(r['m'], 1):.4f}): "
                          "page-level t (CR2, Bell-McCaffrey df)",
                 higher_is_better=None, ideal=0.0, n_used=int(r["n_prompts_a"] + r["n_prompts_b"]),
@@ -243,6 +244,7 @@ class Bold(Suite):
         "default": {"bold": {"sample": 500}},
         "paper": {"bold": {"full": True}}})
     compare = SuiteComparison(bold_section, bold_lines)
+    judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
     stored_tables = ("generations",)
     main_table = "generations"
 
