@@ -105,7 +105,7 @@ def headline_figure(methods: list[dict[str, Any]]):
                     fontsize=9, color="#b42318" if r.get("status") == "failed" else "#555")
             continue
         # a floor of a size (|gap|) beside a signed number: drawn on both sides of 0
-        refs = [ref, -ref] if ref is not None and "|" in ref_label and ref > 0 else [ref]
+        refs: list[float] = ([ref, -ref] if "|" in ref_label and ref > 0 else [ref]) if ref is not None else []
         xs = [x for x in (value, lo, hi, *refs) if x is not None]
         if lo is not None and hi is not None:
             ax.errorbar([value], [0], xerr=[[value - lo], [hi - value]], fmt="o", color="#4c78a8", capsize=4, lw=2)
