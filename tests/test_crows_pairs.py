@@ -168,6 +168,11 @@ def test_compare_two_runs_pairs_the_items(fake_run, tmp_path):
     assert ch["n_items"] == 400
     assert ch["change"] == pytest.approx(100 * (b["prefers"].mean() - a["prefers"].mean()))
     assert ch["ci_low"] < ch["change"] < ch["ci_high"] and "crows-pairs b: change" in r.output
+    # the headline is that share: compare's decision (and the gate's) is the paired change, not two intervals
+    decision = json.loads((tmp_path / "cmp" / "metrics.json").read_text())["changes"]["crows-pairs"]["b"]
+    assert decision["change_ci"] == pytest.approx([ch["ci_low"], ch["ci_high"]])
+    assert decision["reason"].startswith("paired comparison over the items both runs share")
+    assert decision["verdict"] == ch["verdict"]
 
 
 # --------------------------------------------------------------------------- lm-eval

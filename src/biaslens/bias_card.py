@@ -222,7 +222,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
     (:func:`biaslens.comparison.change.method_change`); :func:`biaslens.comparison.change.gate`
     turns the rows into the regression gate's decision.
     """
-    from biaslens.comparison.change import method_change
+    from biaslens.comparison.change import method_change, paired_headline_change
     from biaslens.comparison.entries import load_entry
     from biaslens.comparison.runs import compare_runs, section_builders
 
@@ -253,7 +253,7 @@ def compare_cards(before: str | Path, after: str | Path, *, out: str | Path | No
             try:
                 m = compare_runs([before / suite, after / suite], out / suite, ["before", "after"])
                 base["report"] = f"{suite}/report.html"
-                paired = ((m.get(suite) or {}).get("fgb_change_vs_first") or {}).get("after")
+                paired = paired_headline_change(m.get(suite), "after")
             except ConfigError as e:
                 paired = {"verdict": "not comparable", "reason": str(e)}
         rows.append(base | method_change(suite, entries[0], entries[1], paired=paired))

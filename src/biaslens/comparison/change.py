@@ -28,6 +28,19 @@ from biaslens.comparison.entries import Entry, finite_or_none, interval_change_v
 OUTCOMES = ("worse", "better", "no detectable change", "cannot tell", "not comparable")
 
 
+#: where a suite's comparison section records its paired change of the headline against the first run,
+#: model label -> ``verdict``, ``change``, ``ci`` (generation bias: ``fgb_change_vs_first``, its older name)
+PAIRED_HEADLINE_KEY = "headline_change_vs_first"
+
+
+def paired_headline_change(section_metrics: dict[str, Any] | None, label: str) -> dict[str, Any] | None:
+    """The paired change of a suite's headline for model ``label`` that its comparison section
+    recorded, or None where the suite has no paired comparison of its headline."""
+    m = section_metrics or {}
+    changes = m.get(PAIRED_HEADLINE_KEY) or m.get("fgb_change_vs_first") or {}
+    return changes.get(label)
+
+
 def headline(metrics: dict[str, Any] | None) -> dict[str, Any]:
     """The uniform headline entry (``entries[0]``) of a run's metrics.json, {} when it has none."""
     entries = (metrics or {}).get("entries") or []

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biaslens.comparison.change import PAIRED_HEADLINE_KEY
 from biaslens.comparison.entries import Entry, finite_or_none, run_differences
 from biaslens.metrics.pair_preference import mean_difference
 from biaslens.report.html import Section, Table, interval_text
@@ -49,8 +50,11 @@ def paired_change(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, Any]:
             "reason": f"paired over {len(both):,} items in {m['n_units']:,} units, {p_text(m['p'])}"}
 
 
-def pair_preference_comparison(suite: str, title: str, what: str, table: str = "pairs") -> SuiteComparison:
-    """The ``Suite.compare`` of a paired-preference suite: ``what`` names the share ("sent_more scores higher")."""
+def pair_preference_comparison(suite: str, title: str, what: str, table: str = "pairs",
+                               headline_is_share: bool = False) -> SuiteComparison:
+    """The ``Suite.compare`` of a paired-preference suite: ``what`` names the share ("sent_more scores higher").
+    ``headline_is_share``: the suite's headline is that share (CrowS-Pairs' metric score), so the
+    paired change is the headline's and ``compare``, card comparison and the gate decide by it."""
 
     def section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
         have = [e for e in entries if suite in e.metrics]
@@ -76,6 +80,10 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
                 ch = (paired_change(base, other) if base is not None and other is not None else
                       {"verdict": "cannot tell", "reason": f"{table}.parquet missing in a run folder"})
             out["change"][e.label] = ch
+            if headline_is_share and ch.get("change") is not None:
+                out.setdefault(PAIRED_HEADLINE_KEY, {})[e.label] = {**ch, "ci": [ch["ci_low"], ch["ci_high"]]}
+            elif headline_is_share:
+                out.setdefault(PAIRED_HEADLINE_KEY, {})[e.label] = ch
             change_rows.append({"model": e.label, "against": have[0].label, "change, points": ch.get("change"),
                                 "95% CI": interval_text(ch.get("ci_low"), ch.get("ci_high")), "verdict": ch["verdict"],
                                 "why": ch.get("reason", "")})

@@ -86,7 +86,7 @@ def headline_changes(entries: list[Entry], metrics: dict[str, Any]) -> dict[str,
     """suite -> model -> the change of the suite's headline against the first model
     (:func:`biaslens.comparison.change.method_change`, with the suite's paired verdict where its
     section made one): what the terminal lines, ``--json`` and the regression gate read."""
-    from biaslens.comparison.change import method_change
+    from biaslens.comparison.change import method_change, paired_headline_change
 
     first, out = entries[0], {}
     for suite in first.runs:
@@ -94,7 +94,7 @@ def headline_changes(entries: list[Entry], metrics: dict[str, Any]) -> dict[str,
             continue
         for e in entries[1:]:
             if suite in e.runs:
-                paired = ((metrics.get(suite) or {}).get("fgb_change_vs_first") or {}).get(e.label)
+                paired = paired_headline_change(metrics.get(suite), e.label)
                 out.setdefault(suite, {})[e.label] = method_change(suite, first, e, paired=paired)
     return out
 

@@ -68,7 +68,8 @@ class CrowsPairs(Suite):
         "smoke": {"crows_pairs": {"sample": 150}},
         "default": {},  # all 1,508 pairs: about 40 s on the embedded model on 2 CPU cores
         "paper": {}})
-    compare = pair_preference_comparison("crows-pairs", "CrowS-Pairs", "sent_more scores higher")
+    compare = pair_preference_comparison("crows-pairs", "CrowS-Pairs", "sent_more scores higher",
+                                         headline_is_share=True)
     stored_tables = ("pairs",)
     main_table = "pairs"
 
