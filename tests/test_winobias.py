@@ -88,3 +88,27 @@ def test_report_names_are_in_the_glossary(fake_run):
     names = shown_names(sections(sr, pd.read_parquet(out / "twins.parquet")))
     unknown = [n for n in names if lookup(n) is None and n not in NOT_METRICS]
     assert not unknown
+
+
+def test_compare_pairs_the_headline_gap_twin_by_twin(fake_run, tmp_path):
+    """The pro-anti gap is a mean of 100 sign(d) over twins: two runs of the same twins are compared
+    twin by twin (a paired t-interval over schemas), and that decides compare, cards and the gate."""
+    from biaslens.comparison.runs import compare_runs
+    from biaslens.models.fake import FakeBackend
+
+    out, _ = fake_run
+    other = tmp_path / "other"
+    biaslens.run(suite="winobias", model="fake", backend=FakeBackend(seed=1), out=str(other), use_cache=False,
+                 console=Console(file=io.StringIO()))
+    m = compare_runs([out, other], tmp_path / "cmp", ["a", "b"])
+    head = m["winobias"]["headline_change_vs_first"]["b"]
+    a, b = pd.read_parquet(out / "twins.parquet"), pd.read_parquet(other / "twins.parquet")
+    both = a.merge(b, on="item", suffixes=("_a", "_b"))
+    want = mean_difference((100 * (np.sign(both["d_pro_anti_b"]) - np.sign(both["d_pro_anti_a"]))).to_numpy(),
+                           both["unit_a"].to_numpy())
+    assert head["change"] == pytest.approx(want["mean"]) and head["ci"] == pytest.approx([want["ci_low"], want["ci_high"]])
+    # the headline values themselves differ by the same amount (every twin scored in both runs)
+    ha, hb = (json.loads((p / "metrics.json").read_text())["entries"][0]["value"] for p in (out, other))
+    assert hb - ha == pytest.approx(head["change"])
+    decision = m["changes"]["winobias"]["b"]
+    assert decision["reason"].startswith("paired comparison") and decision["change_ci"] == pytest.approx(head["ci"])

@@ -11,6 +11,7 @@ comparing the two runs' own intervals).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,13 +34,21 @@ def _items(e: Entry, suite: str, table: str) -> pd.DataFrame | None:
     return df if {"item", "unit", "prefers"} <= set(df.columns) else None
 
 
-def paired_change(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, Any]:
-    """The change in the share preferring the first form (percentage points) on the items both
-    runs scored, with its t-interval over units and the test of 0."""
-    both = before[["item", "unit", "prefers"]].merge(after[["item", "prefers"]], on="item", suffixes=("_a", "_b"))
+def share_value(items: pd.DataFrame) -> pd.Series:
+    """An item's part of the share preferring the first form, in points: 100 or 0."""
+    return 100 * items["prefers"].astype(float)
+
+
+def paired_change(before: pd.DataFrame, after: pd.DataFrame,
+                  value: Callable[[pd.DataFrame], pd.Series] = share_value) -> dict[str, Any]:
+    """The change in the mean of ``value`` per item (by default the share preferring the first
+    form, percentage points) on the items both runs scored, with its t-interval over units and the
+    test of 0."""
+    both = before[["item", "unit"]].assign(v=value(before)).merge(
+        after[["item"]].assign(v=value(after)), on="item", suffixes=("_a", "_b"))
     if len(both) < 2:
         return {"verdict": "cannot tell", "reason": "fewer than two items scored by both runs", "n_items": len(both)}
-    diff = 100 * (both["prefers_b"].astype(float) - both["prefers_a"].astype(float))
+    diff = both["v_b"] - both["v_a"]
     m = mean_difference(diff.to_numpy(), both["unit"].to_numpy())
     if m["p"] is None or not np.isfinite(m["p"]):
         word = "no change" if m["mean"] == 0 else "cannot tell"
@@ -51,10 +60,12 @@ def paired_change(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, Any]:
 
 
 def pair_preference_comparison(suite: str, title: str, what: str, table: str = "pairs",
-                               headline_is_share: bool = False) -> SuiteComparison:
+                               headline_value: Callable[[pd.DataFrame], pd.Series] | None = None) -> SuiteComparison:
     """The ``Suite.compare`` of a paired-preference suite: ``what`` names the share ("sent_more scores higher").
-    ``headline_is_share``: the suite's headline is that share (CrowS-Pairs' metric score), so the
-    paired change is the headline's and ``compare``, card comparison and the gate decide by it."""
+    ``headline_value``: each item's part of the headline where the headline is a mean over items
+    (CrowS-Pairs' metric score: :func:`share_value`; WinoBias' pro-anti gap: 100 sign(d)): the
+    headline's change is then paired item by item, and ``compare``, card comparison and the gate
+    decide by it rather than by two intervals."""
 
     def section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
         have = [e for e in entries if suite in e.metrics]
@@ -73,6 +84,7 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         diffs = run_differences(have, suite)
         base = _items(have[0], suite, table)
         for e in have[1:]:
+            other = None
             if diffs:
                 ch = {"verdict": "not comparable", "reason": "the runs differ in " + ", ".join(d["what"] for d in diffs)}
             else:
@@ -80,10 +92,10 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
                 ch = (paired_change(base, other) if base is not None and other is not None else
                       {"verdict": "cannot tell", "reason": f"{table}.parquet missing in a run folder"})
             out["change"][e.label] = ch
-            if headline_is_share and ch.get("change") is not None:
-                out.setdefault(PAIRED_HEADLINE_KEY, {})[e.label] = {**ch, "ci": [ch["ci_low"], ch["ci_high"]]}
-            elif headline_is_share:
-                out.setdefault(PAIRED_HEADLINE_KEY, {})[e.label] = ch
+            if headline_value is not None:
+                head = ch if diffs or base is None or other is None else paired_change(base, other, headline_value)
+                out.setdefault(PAIRED_HEADLINE_KEY, {})[e.label] = (
+                    head | {"ci": [head["ci_low"], head["ci_high"]]} if head.get("change") is not None else head)
             change_rows.append({"model": e.label, "against": have[0].label, "change, points": ch.get("change"),
                                 "95% CI": interval_text(ch.get("ci_low"), ch.get("ci_high")), "verdict": ch["verdict"],
                                 "why": ch.get("reason", "")})
@@ -94,6 +106,11 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         intro = (f"Each model's entries (the first is the headline); then each model against the first on the same "
                  f"items: the change in the share where {what}, paired item by item, with a t-interval over the "
                  "templates the items share.")
+        for label, head in (out.get(PAIRED_HEADLINE_KEY) or {}).items():
+            if head.get("change") is not None:
+                intro += (f" The headline {out['headline_name']} of {label} against {have[0].label}, paired the same "
+                          f"way: {estimate(head['change'], head['ci_low'], head['ci_high'], signed=True)} points, "
+                          f"{head['verdict']}.")
         return [Section(f"{title} per model", intro, tables=tables)], out
 
     def lines(metrics: dict[str, Any]) -> list[str]:

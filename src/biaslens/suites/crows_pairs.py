@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from biaslens.comparison.pair_preference import pair_preference_comparison
+from biaslens.comparison.pair_preference import pair_preference_comparison, share_value
 from biaslens.datasets.crows_pairs import BIAS_TYPES, read_crows_pairs
 from biaslens.errors import ConfigError
 from biaslens.metrics.crows_pairs import crows_pairs_statistics, drivers
@@ -69,7 +69,7 @@ class CrowsPairs(Suite):
         "default": {},  # all 1,508 pairs: about 40 s on the embedded model on 2 CPU cores
         "paper": {}})
     compare = pair_preference_comparison("crows-pairs", "CrowS-Pairs", "sent_more scores higher",
-                                         headline_is_share=True)
+                                         headline_value=share_value)
     stored_tables = ("pairs",)
     main_table = "pairs"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from biaslens.comparison.pair_preference import pair_preference_comparison
@@ -44,8 +45,9 @@ class WinoBias(Suite):
         "smoke": {"winobias": {"types": ["1"], "splits": ["dev"]}},  # 396 twins
         "default": {},  # all 1,584 twins
         "paper": {}})
+    # the headline, the pro-anti gap, is the mean of 100 sign(score(pro) - score(anti)) over twins
     compare = pair_preference_comparison("winobias", "WinoBias", "the pro-stereotypical form scores higher",
-                                         table="twins")
+                                         table="twins", headline_value=lambda t: 100 * np.sign(t["d_pro_anti"]))
     stored_tables = ("twins",)
     main_table = "twins"
 
