@@ -8,7 +8,8 @@ A change is called only where the two runs measured the same thing
 (:func:`~biaslens.comparison.entries.run_differences`: dataset, phrase or prompt selection,
 decoding, scorer, perplexity definition) and only with its uncertainty: the suite's paired
 before/after test where it has one (generation bias: a paired jackknife over the prompts both
-runs share), else two 95% intervals that do not overlap
+runs share; CrowS-Pairs and WinoBias: item by item, :data:`PAIRED_HEADLINE_KEY`), else two 95%
+intervals that do not overlap
 (:func:`~biaslens.comparison.entries.interval_change_verdict`, conservative: about a 0.5% test
 each). Whether a change is *worse* follows the headline's direction (``higher_is_better``), or,
 for a signed measure whose ideal is a value (a gap whose ideal is 0), its distance from that

@@ -251,7 +251,8 @@ def render_card_compare(result: dict[str, Any]) -> str:
         "Before and after",
         f"Before: {b['model']} ({b['card']}); after: {a['model']} ({a['card']}). A change is reported only with its "
         "uncertainty: a paired test where the method has one (generation bias: a jackknife over the prompts both "
-        "runs share), else two 95% intervals that do not overlap. Methods whose runs measured different things "
+        "runs share; CrowS-Pairs and WinoBias: item by item over the pairs or twins both runs scored), else two 95% "
+        "intervals that do not overlap. Methods whose runs measured different things "
         "are 'not comparable', with the reason. 'For a gate' says whether a change is for the worse (what "
         "`biaslens compare --fail-on worse` fails on).",
         tables=[Table("Per method", rows, max_rows=20)], links=links)]
