@@ -68,9 +68,14 @@ def plot(result: dict[str, Any], boards: list[dict[str, Any]]):
     the first on top); hollow grey: not comparable with the method's ranked models."""
     labels = [_short(m["label"]) for m in result["models"]]
     k, n = len(labels), max(1, len(boards))
-    fig, axes = subplots(1, n, figsize=(2.6 * n + 1.6, 0.26 * k + 1.4), sharey=True, squeeze=False)
+    # at most 5 methods a row: ten panels in one row would be too small to read at the page's width
+    cols = min(n, 5)
+    nrows = -(-n // cols)
+    fig, axes = subplots(nrows, cols, figsize=(2.6 * cols + 1.6, nrows * (0.26 * k + 1.4)), sharey=True,
+                         squeeze=False)
+    flat = list(axes.ravel())
     y = np.arange(k)
-    for ax, b in zip(axes[0], boards):
+    for ax, b in zip(flat, boards):
         for i, c in enumerate(b["cells"]):
             if c["value"] is None or c["status"] != "complete":
                 continue
@@ -88,10 +93,12 @@ def plot(result: dict[str, Any], boards: list[dict[str, Any]]):
         ax.set_title(f"{b['suite']}\n{_short(str(b['headline'] or ''), 30)}", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", color="#eee")
-    for ax in axes[0][len(boards):]:
+    for ax in flat[len(boards):]:
         ax.set_visible(False)
-    axes[0][0].set_yticks(y, labels)
+    for row in axes:
+        row[0].set_yticks(y, labels)
     axes[0][0].set_ylim(k - 0.5, -0.5)
+    fig.tight_layout()
     return figure_from_matplotlib(
         fig, "Headline per method with its 95% interval",
         "Blue: the models ranked for that method; hollow grey: not comparable (its run measured something else); "
