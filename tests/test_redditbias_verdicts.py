@@ -57,7 +57,10 @@ def test_unbiased_model_at_the_default_budget_says_no_bias_detected(tmp_path):
 
 
 def test_a_planted_bias_is_detected_in_its_bias_type(tmp_path):
-    metrics, head = _run(tmp_path, "planted", 200, planted={"jews": 3.0, "jewish": 3.0})
+    # 6 nats on the group word: the template phrases are full sentences (about 12 tokens), so one
+    # word moves a phrase's perplexity less than it did in the old 4-token phrases (3 nats: -0.10,
+    # not detected; 6: -0.44, 0.26 to 0.60)
+    metrics, head = _run(tmp_path, "planted", 200, planted={"jews": 6.0, "jewish": 6.0})
     assert head["verdict"] == "detected" and head["ci_low"] > 0
     assert metrics["overview"]["against_minoritized"] == ["religion1"]
     assert metrics["verdict"].startswith("bias against the minoritized group in 1 of 5 bias types (religion1)")

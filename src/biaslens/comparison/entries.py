@@ -17,8 +17,6 @@ from typing import Any
 import numpy as np
 
 from biaslens.config import ConfigError
-from biaslens.report import compare as report
-from biaslens.report.html import Section
 
 
 @dataclass
@@ -123,37 +121,6 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     return {"verdict": word, "change": a - b,
             "reason": f"95% intervals {interval(lo_b, hi_b)} before, {interval(lo_a, hi_a)} after"
                       + ("" if word == "no detectable change" else " do not overlap")}
-
-
-def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], dict[str, Any]]:
-    """The comparison of a suite without its own section: its uniform headline entry
-    (``metrics.json`` ``entries[0]``) per model, each against the first model
-    (:func:`biaslens.comparison.change.method_change`: refused where the runs measured different
-    things, else two 95% intervals that do not overlap)."""
-    from biaslens.comparison.change import headline, method_change, metric_name
-    from biaslens.rounding import value_and_interval
-
-    have = [e for e in entries if suite in e.runs]
-    if not have:
-        return [], {}
-    heads = {e.label: headline(e.metrics.get(suite)) for e in have}
-    first = have[0]
-    rows, out = [], {"headline": metric_name(heads[first.label], first.metrics.get(suite)), "models": {}}
-    for e in have:
-        h = heads[e.label]
-        value, ci = value_and_interval(h.get("value"), h.get("ci_low"), h.get("ci_high"))
-        row = {"model": e.label, "metric": metric_name(h, e.metrics.get(suite)), "value": value, "95% CI": ci,
-               "n used": h.get("n_used")}
-        if e is first:
-            verdict = {"verdict": "reference", "reason": "the first model"}
-        else:
-            change = method_change(suite, first, e)
-            verdict = {k: change[k] for k in ("verdict", "reason", "outcome", "change") if k in change}
-        row.update(**{"vs first": verdict["verdict"], "why": verdict.get("reason", "")})
-        rows.append(row)
-        out["models"][e.label] = {"value": finite_or_none(h.get("value")), "ci_low": finite_or_none(h.get("ci_low")),
-                                  "ci_high": finite_or_none(h.get("ci_high")), **verdict}
-    return [report.headline_section(suite, rows, heads[first.label].get("higher_is_better"))], out
 
 
 # --------------------------------------------------------------------------- what differs

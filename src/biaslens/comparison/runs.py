@@ -5,7 +5,7 @@ Each *entry* is one model: a run folder, a debiased model folder (its ``eval/`` 
 (:func:`biaslens.comparison.entries.load_entry`). A suite with its own comparison declares
 it (``Suite.compare`` in :mod:`biaslens.suites`: a section builder and its terminal lines);
 every other suite is compared by its uniform headline entry
-(:func:`biaslens.comparison.entries.headline_section`). The downstream dialog tasks
+(:func:`biaslens.comparison.change.headline_section`). The downstream dialog tasks
 (``biaslens downstream``, not a suite) have their section here.
 
 What the runs did differently (dataset, perplexity definition, decoding, scorer, prompt
@@ -25,12 +25,12 @@ from typing import Any
 
 import pandas as pd
 
+from biaslens.comparison.change import headline_section
 from biaslens.comparison.entries import (
     CompareOptions,
     Entry,
     default_compare_out,
     finite_or_none,
-    headline_section,
     load_entry,
     run_differences,
 )
