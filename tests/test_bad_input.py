@@ -49,7 +49,7 @@ from biaslens.scorers.styles import StyleInventoryError, load_clusters_file, loa
 #: cases tried per format (every example hypothesis runs, shrinking included)
 COUNTS: collections.Counter[str] = collections.Counter()
 
-N = 80  # examples per property; the whole module takes about 15 s on a shared 2-core machine
+N = 80  # examples per property; the whole module takes about 15 s on a 2-core machine
 SETTINGS = settings(max_examples=N, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
