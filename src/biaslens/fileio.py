@@ -76,6 +76,28 @@ def read_text(path: str | Path, error: type[Exception]) -> str:
         raise error(f"{path}:{line}: not UTF-8 text (byte {start}); re-save the file as UTF-8") from None
 
 
+def json_object_line(line: str, where: str, error: type[Exception]) -> dict[str, Any]:
+    """One line of a JSONL file as a JSON object, or ``error("<where>: ...")`` saying what is
+    wrong with it (``where`` names the file and line: ``"data.jsonl:12"``).
+
+    >>> json_object_line('{"a": 1}', "f.jsonl:1", ValueError)
+    {'a': 1}
+    >>> json_object_line('[1]', "f.jsonl:2", ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: f.jsonl:2: expected a JSON object, got list
+    """
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise error(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise error(f"{where}: invalid JSON (nested too deeply)") from None
+    if not isinstance(obj, dict):
+        raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
 def parse_yaml(text: str, source: str, error: type[Exception], *, json_ok: bool = False) -> object:
     """``yaml.safe_load`` (or ``json.loads`` when ``json_ok`` and the source ends in .json)
     with the position of a syntax error in the message."""

@@ -69,7 +69,7 @@ def _looks_like_csv(line: str) -> bool:
 def jsonl_rows(path: Path, max_line_chars: int) -> Iterator[_Row]:
     """The JSON records of a JSONL file as (where, line number, record), blank lines skipped; a
     malformed line is a GenerationsFileError naming the file and line."""
-    from biaslens.fileio import read_text
+    from biaslens.fileio import json_object_line, read_text
 
     text = read_text(path, GenerationsFileError)
     # split on "\n" only: str.splitlines() also splits at U+2028, U+0085, ... which JSON allows inside strings
@@ -79,18 +79,15 @@ def jsonl_rows(path: Path, max_line_chars: int) -> Iterator[_Row]:
             continue
         if len(line) > max_line_chars:
             raise GenerationsFileError(f"{path}:{lineno}: line longer than {max_line_chars:,} characters")
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            if first and _looks_like_csv(line):
+        if first and _looks_like_csv(line):
+            try:
+                json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
                 raise GenerationsFileError(
                     f"{path}: expected JSONL (one JSON object per line), got what looks like CSV; "
                     "name the file .csv to read it as CSV") from None
-            raise GenerationsFileError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-        except RecursionError:
-            raise GenerationsFileError(f"{path}:{lineno}: invalid JSON (nested too deeply)") from None
         first = False
-        yield f"{path}:{lineno}", lineno, obj
+        yield f"{path}:{lineno}", lineno, json_object_line(line, f"{path}:{lineno}", GenerationsFileError)
 
 
 def _table_rows(path: Path, kind: str) -> Iterator[_Row]:

@@ -85,19 +85,13 @@ def _check_task(task: str) -> None:
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
-    from biaslens.fileio import read_text
+    from biaslens.fileio import json_object_line, read_text
 
     out = []
     for lineno, line in enumerate(read_text(path, LabelledSetError).split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise LabelledSetError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(obj, dict):
-            raise LabelledSetError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-        out.append((lineno, obj))
+        out.append((lineno, json_object_line(line, f"{path}:{lineno}", LabelledSetError)))
     return out
 
 

@@ -20,7 +20,6 @@ different groups and an UNKNOWN answer. Each row of :func:`load_items` carries:
 from __future__ import annotations
 
 import gzip
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.errors import ConfigError
+from biaslens.fileio import json_object_line
 
 #: the 11 categories of the BBQ repository (data/<category>.jsonl)
 ALL_CATEGORIES = ("Age", "Disability_status", "Gender_identity", "Nationality", "Physical_appearance",
@@ -162,12 +162,7 @@ def _read_lines(category: str, data_dir: Path | None) -> tuple[str, list[str]]:
 def _validated(where: str, lineno: int, line: str, category: str) -> dict[str, Any]:
     """One item, or a ConfigError naming the file, line and field."""
     at = f"{where}:{lineno}"
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{at}: invalid JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(obj, dict):
-        raise ConfigError(f"{at}: expected a JSON object, got {type(obj).__name__}")
+    obj = json_object_line(line, at, ConfigError)
     for name, kind in _FIELDS.items():
         if name not in obj:
             raise ConfigError(f"{at}: field '{name}' is missing")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import pandas as pd
 
 from biaslens.datasets.community.cleaning import DELETED_MARKERS, TextCleaner
 from biaslens.datasets.holistic import DatasetError
+from biaslens.fileio import json_object_line
 
 
 class CommunityDataError(DatasetError):
@@ -120,16 +120,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CommunityDataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno}); "
-                                         "expected one JSON object per line") from None
-            except RecursionError:
-                raise CommunityDataError(f"{path}:{lineno}: invalid JSON (nested too deeply)") from None
-            if not isinstance(obj, dict):
-                raise CommunityDataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            records.append(obj)
+            records.append(json_object_line(line, f"{path}:{lineno}", CommunityDataError))
         df = pd.DataFrame.from_records(records)
     else:
         text = _decode(path)
