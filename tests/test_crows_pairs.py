@@ -65,6 +65,10 @@ def test_shipped_pairs_are_the_authors_file(reference_dir):
     assert len(shipped) == len(ref) == 1508
     assert shipped["sent_more"].tolist() == [r["sent_more"] for r in ref]
     assert shipped["sent_less"].tolist() == [r["sent_less"] for r in ref]
+    # every field a run reads is the authors', row by row (only the annotation columns are left out)
+    assert shipped["pair"].tolist() == [int(r[""]) for r in ref]
+    assert shipped["stereo_antistereo"].tolist() == [r["stereo_antistereo"] for r in ref]
+    assert shipped["bias_type"].tolist() == [r["bias_type"] for r in ref]
     assert shipped["bias_type"].value_counts().to_dict() == {
         "race-color": 516, "gender": 262, "socioeconomic": 172, "nationality": 159, "religion": 105, "age": 87,
         "sexual-orientation": 84, "physical-appearance": 63, "disability": 60}

@@ -1,7 +1,8 @@
-"""CrowS-Pairs (Nangia et al. 2020): 1,508 sentence pairs over 9 bias types, shipped unchanged.
+"""CrowS-Pairs (Nangia et al. 2020): 1,508 sentence pairs over 9 bias types.
 
-``crows_pairs_anonymized.csv`` (data/, CC BY-SA 4.0, see data/DATACARD.md) has one pair per
-row: ``sent_more`` (the more stereotyping sentence), ``sent_less``, ``stereo_antistereo``
+``crows_pairs.csv`` (data/, CC BY-SA 4.0, see data/DATACARD.md) is the authors'
+``crows_pairs_anonymized.csv`` with the columns a run reads, every pair in the authors' order and
+words: one pair per row, the authors' index, ``sent_more`` (the more stereotyping sentence), ``sent_less``, ``stereo_antistereo``
 (``stereo``: ``sent_more`` demonstrates a stereotype of the disadvantaged group; ``antistereo``:
 ``sent_less`` violates one) and ``bias_type``. :func:`read_crows_pairs` reads it, or a user's
 copy in the same format, and names the file and line of anything it cannot use.
@@ -19,7 +20,7 @@ from biaslens.datasets.holistic.schema import DatasetError
 
 __all__ = ["BUILTIN_FILE", "BIAS_TYPES", "CrowsPairsError", "read_crows_pairs"]
 
-BUILTIN_FILE = Path(__file__).resolve().parent / "data" / "crows_pairs_anonymized.csv"
+BUILTIN_FILE = Path(__file__).resolve().parent / "data" / "crows_pairs.csv"
 #: the nine bias types of the paper, in its Table 1 order
 BIAS_TYPES = ("race-color", "gender", "socioeconomic", "nationality", "religion", "age", "sexual-orientation",
               "physical-appearance", "disability")
