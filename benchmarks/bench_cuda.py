@@ -16,6 +16,14 @@ and optionally the paper-scale runs.
 - ``--generation-full``: `biaslens run holistic-generation --full --device cuda --no-cache`
   (every prompt, the embedded model, the style judge) end to end, timed (stopped at
   ``--time-limit``, default 540 s, and recorded as such).
+- ``--before SRC``: the ``--full`` run again with another biaslens tree (a folder holding
+  ``src/biaslens``, e.g. ``git archive <commit> src | tar -x -C SRC``), side by side on this GPU.
+- ``--random-weights DIR``: for a GPU machine without the weight files. DIR holds the config and
+  tokenizer files of the embedded model (``DIR/smollm2-135m``) and of the sentence encoder
+  (``DIR/all-MiniLM-L6-v2``), as biaslens's cache has them; random-weight models of exactly those
+  shapes are built from them (seeded) and every run uses them. Timings hold (the same shapes, the
+  same tokens scored); the scores do not, and random weights never stop generating early, so
+  generation produces every allowed token.
 
 Writes benchmarks/results/cuda.json (GPU name, torch/transformers versions, CPU facts). No call
 cache is used, so every sentence is computed; fp32 runs with TF32 off (exact, biaslens's default).
@@ -33,15 +41,18 @@ from pathlib import Path
 from biaslens.machine import machine_facts
 
 HERE = Path(__file__).resolve().parent
+#: ``--device``: cuda, or cpu to try this script out at small sizes where there is no GPU
+DEVICE = "cuda"
 
 
 def _timed(fn, *args, **kwargs):
     import torch
 
-    torch.cuda.synchronize()
+    sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
+    sync()
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
-    torch.cuda.synchronize()
+    sync()
     return out, time.perf_counter() - t0
 
 
@@ -59,18 +70,49 @@ SHAPES = {
 }
 
 
-def _timed_run(cli_args: list[str], out: Path, limit: float) -> dict:
+def _random_weight_models(src: Path, into: Path) -> tuple[str, str]:
+    """Random-weight models of the embedded model's and the sentence encoder's shapes, from the
+    config and tokenizer files in ``src``: the language model as a folder (returned, for
+    ``--model``) and the encoder as the ``all_minilm_l6_v2`` package's ``model.zip`` (its folder
+    returned, for PYTHONPATH), which is where biaslens looks for it."""
+    import shutil
+    import zipfile
+
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    lm = into / "smollm2-135m-random"
+    shutil.copytree(src / "smollm2-135m", lm, dirs_exist_ok=True)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(lm)).save_pretrained(lm)
+    encoder = into / "encoder"
+    shutil.copytree(src / "all-MiniLM-L6-v2", encoder, dirs_exist_ok=True)
+    AutoModel.from_config(AutoConfig.from_pretrained(encoder)).save_pretrained(encoder)
+    package = into / "site" / "all_minilm_l6_v2"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    with zipfile.ZipFile(package / "model.zip", "w") as zf:
+        for f in sorted(encoder.rglob("*")):
+            if f.is_file():
+                zf.write(f, f.relative_to(encoder).as_posix())
+    return str(lm), str(package.parent)
+
+
+def _timed_run(cli_args: list[str], out: Path, limit: float, env: dict | None = None) -> dict:
     """``biaslens <cli_args> --device cuda --no-cache`` in a subprocess: wall time and run.json's timings."""
+    import os
+
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "biaslens.cli", *cli_args, "--device", "cuda", "--out", str(out),
-                               "--no-cache"], capture_output=True, text=True, timeout=limit)
+        proc = subprocess.run([sys.executable, "-m", "biaslens.cli", *cli_args, "--device", DEVICE, "--out", str(out),
+                               "--no-cache"], capture_output=True, text=True, timeout=limit,
+                              env={**os.environ, **(env or {})})
         code, tail = proc.returncode, proc.stderr[-1500:]
     except subprocess.TimeoutExpired as e:
         code, tail = f"stopped at --time-limit {limit:.0f} s", str(e.stderr or "")[-1500:]
     wall = time.perf_counter() - t0
     run_json = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
-    return {"command": " ".join(["biaslens", *cli_args, "--device cuda --no-cache"]), "wall_seconds": round(wall, 1),
+    return {"command": " ".join(["biaslens", *cli_args, f"--device {DEVICE} --no-cache"]), "wall_seconds": round(wall, 1),
             "exit_code": code, "status": run_json.get("status"), "timings": run_json.get("timings"),
             "scoring": run_json.get("scoring"), "stderr_tail": tail}
 
@@ -79,18 +121,21 @@ def _matmul_tflops(dtype, n: int = 8192, repeats: int = 20) -> float:
     """This GPU's dense matmul rate (TFLOP/s) on large square products."""
     import torch
 
-    a, b = (torch.randn(n, n, device="cuda", dtype=dtype) for _ in range(2))
+    if DEVICE != "cuda":
+        n, repeats = 1024, 3
+    a, b = (torch.randn(n, n, device=DEVICE, dtype=dtype) for _ in range(2))
     for _ in range(3):
         a @ b
-    torch.cuda.synchronize()
+    sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
+    sync()
     t0 = time.perf_counter()
     for _ in range(repeats):
         a @ b
-    torch.cuda.synchronize()
+    sync()
     return 2 * n**3 * repeats / (time.perf_counter() - t0) / 1e12
 
 
-def _shape_run(shape: str, dtype: str, texts: list[str], result: dict) -> dict:
+def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer_folder: str | None = None) -> dict:
     """Score ``texts`` with a random-weight model of ``shape`` in ``dtype``, against its compute floor."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
@@ -100,15 +145,14 @@ def _shape_run(shape: str, dtype: str, texts: list[str], result: dict) -> dict:
     from biaslens.models.embedded import embedded_model_dir
     from biaslens.models.hf import HFCausalBackend
 
-    folder = embedded_model_dir()
-    tok = AutoTokenizer.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(tokenizer_folder or embedded_model_dir())
     config = LlamaConfig(vocab_size=len(tok), max_position_embeddings=2048, **SHAPES[shape])
     torch_dtype = getattr(torch, dtype)
-    with torch.device("cuda"):
+    with torch.device(DEVICE):
         model = LlamaForCausalLM(config).to(torch_dtype).eval()
     info = ModelInfo(backend="hf", name=f"random-{shape}", kind="causal", weights_hash="random", dtype=dtype,
                      start_token="<|endoftext|>")
-    backend = HFCausalBackend(model, tok, info, device="cuda")
+    backend = HFCausalBackend(model, tok, info, device=DEVICE)
     score_texts(backend, texts[:2048], cache=None)  # warm-up
     backend.computed_tokens = backend.computed_head_rows = 0
     stats = ScoringStats()
@@ -123,7 +167,7 @@ def _shape_run(shape: str, dtype: str, texts: list[str], result: dict) -> dict:
     out = {"dtype": dtype, "n_parameters": n_params, "sentences": len(texts), "seconds": round(secs, 2),
            "sentences_per_second": round(len(texts) / secs, 1), "computed_positions": backend.computed_tokens,
            "predicting_positions": predicting, "floor_seconds": round(floor, 2), "ratio_to_floor": round(secs / floor, 2),
-           "batch_size": backend.score_batch_size, "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20)}
+           "batch_size": backend.score_batch_size, "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20) if DEVICE == "cuda" else None}
     print(out, flush=True)
     del model, backend
     torch.cuda.empty_cache()
@@ -143,8 +187,17 @@ def main() -> None:
                     help="also time `biaslens run holistic-generation --full --device cuda`")
     ap.add_argument("--time-limit", type=float, default=540.0, help="seconds for each subprocess run")
     ap.add_argument("--skip-sweep", action="store_true", help="skip the batch-size and generation sweep")
+    ap.add_argument("--before", type=Path, default=None, help="another biaslens tree: the --full run with it too")
+    ap.add_argument("--random-weights", type=Path, default=None,
+                    help="folder of config and tokenizer files: random-weight models of those shapes")
+    ap.add_argument("--run-sample", type=int, default=0,
+                    help="the --full and --generation-full runs on this many items (--sample) instead of all")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                    help="cpu: try the script out at small sizes (--n, --shape-sample) where there is no GPU")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cuda.json")
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
 
     import numpy as np
     import torch
@@ -158,12 +211,22 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = likelihood_rows(build_sentences(load_holistic_dataset()))
     texts = rows["text"].astype(str).sample(n=args.n, random_state=0).tolist()
-    result: dict = {"benchmark": "cuda", "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+    result: dict = {"benchmark": "cuda", "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "none (--device cpu)", "torch": torch.__version__,
                     "transformers": transformers.__version__, "sentences": len(texts), "scoring": [],
                     "machine": machine_facts()}
+    model, model_args, env = "smollm2-135m", [], {}
+    if args.random_weights:
+        import os
+        import tempfile
+
+        model, site = _random_weight_models(args.random_weights, Path(tempfile.mkdtemp(prefix="biaslens-random-")))
+        model_args = ["--model", model]
+        sys.path.insert(0, site)
+        env = {"PYTHONPATH": os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)}
+        result["weights"] = "random (seeded), built from the embedded model's and the encoder's configs"
     reference = None
     for dtype in () if args.skip_sweep else ("float32", "bfloat16"):
-        backend = load_model("smollm2-135m", device="cuda", dtype=dtype)
+        backend = load_model(model, device="cuda", dtype=dtype)
         score_texts(backend, texts[:512], cache=None)  # warm-up: CUDA context, kernels, allocator
         for bs in [int(b) for b in args.batch_sizes.split(",")]:
             torch.cuda.reset_peak_memory_stats()
@@ -192,22 +255,39 @@ def main() -> None:
             result["generation_greedy_fp32"] = gens
         backend = None  # free the GPU memory before the next dtype loads
         torch.cuda.empty_cache()
+    def save() -> None:  # after every step, so a run stopped at its time limit keeps what it measured
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+
+    save()
+    size = ["--sample", str(args.run_sample)] if args.run_sample else ["--full"]
     if args.full:
-        result["full_run"] = _timed_run(["run", "--full"], Path("/tmp/biaslens-cuda-full"), args.time_limit)
+        result["full_run"] = _timed_run(["run", *size, *model_args], Path("/tmp/biaslens-cuda-full"),
+                                        args.time_limit, env)
         print(result["full_run"], flush=True)
+        save()
+        if args.before:
+            import os
+
+            before_env = {**env, "PYTHONPATH": os.pathsep.join(
+                p for p in (str(args.before.resolve() / "src"), env.get("PYTHONPATH"), os.environ.get("PYTHONPATH")) if p)}
+            result["full_run_before"] = {"tree": str(args.before), **_timed_run(
+                ["run", *size, *model_args], Path("/tmp/biaslens-cuda-full-before"), args.time_limit, before_env)}
+            print(result["full_run_before"], flush=True)
+            save()
     if args.shape:
         all_texts = rows["text"].astype(str).tolist()
         if args.shape_sample:
             all_texts = rows["text"].astype(str).sample(n=args.shape_sample, random_state=0).tolist()
         result["shape"] = {"shape": args.shape, "matmul_tflops_bf16": round(_matmul_tflops(torch.bfloat16), 1),
-                           "runs": [_shape_run(args.shape, dt, all_texts, result)
+                           "runs": [_shape_run(args.shape, dt, all_texts, result, model if args.random_weights else None)
                                     for dt in (("bfloat16", "float32") if args.shape_fp32 else ("bfloat16",))]}
+        save()
     if args.generation_full:
-        result["generation_full_run"] = _timed_run(["run", "holistic-generation", "--full"],
-                                                   Path("/tmp/biaslens-cuda-generation-full"), args.time_limit)
+        result["generation_full_run"] = _timed_run(["run", "holistic-generation", *size, *model_args],
+                                                   Path("/tmp/biaslens-cuda-generation-full"), args.time_limit, env)
         print(result["generation_full_run"], flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    save()
 
 
 if __name__ == "__main__":
