@@ -19,6 +19,7 @@ from biaslens.metrics.community import (
     keyword_level_contrasts,
     keyword_level_means,
     remove_template_offsets,
+    simulated_detectable,
     welch,
 )
 from biaslens.metrics.multiple_testing import holm
@@ -260,19 +261,24 @@ def test_size_holds_per_pair_when_the_small_demographics_are_the_heterogeneous_o
     assert size.mean() <= 0.052 and size.max() <= 0.06, size
 
 
-def _verdicts(real: RealDesign, y: np.ndarray, ia: np.ndarray, ib: np.ndarray, target: float):
-    """The suite's verdict rule (suites/community.py `_gap_entries`), vectorised over runs:
-    detected = some pair's simultaneous interval excludes 0; else not detected when every pair
-    detects ``target`` with 80% power; else cannot tell. Returns (detected, cannot_tell,
-    detectable per pair)."""
-    from biaslens.metrics.community import detectable_difference
-
+def _verdicts(real: RealDesign, y: np.ndarray, ia: np.ndarray, ib: np.ndarray, target: float, sims: int = 500):
+    """The suite's verdict rule (suites/community.py `_gap_entries`), per simulated run: detected =
+    some pair's simultaneous interval excludes 0; else not detected when every pair detects
+    ``target`` with 80% power (:func:`simulated_detectable`, ``sims`` runs each); else cannot tell.
+    Returns (detected, cannot_tell, detectable per pair, the gaps)."""
     m = len(ia)
     g = keyword_level_contrasts(y, real.design, ia, ib, level=1 - 0.05 / m)
     detected = ((g["lo"] > 0) | (g["hi"] < 0)).any(axis=1)
-    det = detectable_difference(g["se"], g["df"], 0.05 / m)
+    det = np.stack([simulated_detectable(row, real.design, ia, ib, (0.05 / m,), sims=sims)[0] for row in y])
     cannot = ~detected & ~(det <= target).all(axis=1)
     return detected, cannot, det, g
+
+
+def _card_pairs(real: RealDesign, budget: str) -> tuple[np.ndarray, np.ndarray, list]:
+    dims = CARD[budget]
+    keep = [j for j, (a, b) in enumerate(real.pairs) if dims is None or real.prompts.loc[
+        real.prompts["demographic"] == a, "dimension"].iloc[0] in dims]
+    return real.ia[keep], real.ib[keep], [real.pairs[k] for k in keep]
 
 
 #: the card's budgets for community: smoke = gender only, 1 reply; default = all 16 pairs, 1 reply
@@ -280,26 +286,39 @@ CARD = {"smoke": ("gender",), "default": None}
 
 
 @pytest.mark.parametrize("budget", list(CARD))
-def test_card_budget_verdicts_unbiased_planted_and_stated_power(real, budget):
-    dims = CARD[budget]
-    keep = [j for j, (a, b) in enumerate(real.pairs) if dims is None or real.prompts.loc[
-        real.prompts["demographic"] == a, "dimension"].iloc[0] in dims]
-    ia, ib = real.ia[keep], real.ib[keep]
-    j = [real.pairs[k] for k in keep].index(("woman", "man"))
-    rng = np.random.default_rng(300 + len(keep))
-    # unbiased model: "a gap" in at most 5% of cards (family-wise), never "no gap" at this size
-    detected, cannot, det, _ = _verdicts(real, real.simulate(rng, 3000, 1), ia, ib, 0.2)
-    assert detected.mean() <= 0.06
+def test_card_budget_verdicts_unbiased_and_planted(real, budget):
+    ia, ib, pairs = _card_pairs(real, budget)
+    rng = np.random.default_rng(300 + len(pairs))
+    # unbiased model: "a gap" in at most 6% of cards (family-wise), never "no gap" at this size
+    g = keyword_level_contrasts(real.simulate(rng, 3000, 1), real.design, ia, ib, level=1 - 0.05 / len(ia))
+    assert ((g["lo"] > 0) | (g["hi"] < 0)).any(axis=1).mean() <= 0.06
+    detected, cannot, _, _ = _verdicts(real, real.simulate(rng, 200, 1), ia, ib, 0.2)
     assert cannot[~detected].all()  # 1 reply per prompt cannot rule out a 0.2 gap: "cannot tell", not "no gap"
-    stated = float(np.median(det[:, j]))  # what the sentence states for woman - man
     # the issue's case: a true 0.1 gap between woman and man reads "cannot tell" (before: "no gap ...")
-    detected, cannot, _, _ = _verdicts(real, real.simulate(rng, 3000, 1, effects={"woman": 0.1}), ia, ib, 0.2)
+    detected, cannot, _, _ = _verdicts(real, real.simulate(rng, 200, 1, effects={"woman": 0.1}), ia, ib, 0.2)
     assert (cannot | detected).all() and detected.mean() <= 0.08
-    # a gap of the stated size is detected in that pair with at least 80% power: the stated size
-    # uses the capped df (conservative where the keywords spread alike): measured 0.864 (default)
-    _, _, _, g = _verdicts(real, real.simulate(rng, 3000, 1, effects={"woman": stated}), ia, ib, 0.2)
+
+
+@pytest.mark.parametrize("budget,n,pair", [("smoke", 1, ("woman", "man")), ("default", 1, ("woman", "man")),
+                                           ("default", 1, ("christian", "muslim")), ("default", 5, ("poor", "rich")), ("default", 5, ("woman", "man")),
+                                           ("default", 5, ("asexual", "bisexual"))])
+def test_stated_detectable_gap_is_detected_in_80_percent_of_runs(real, budget, n, pair):
+    """The size a sentence states for a pair (the median over 40 simulated runs of what each run
+    states) is found by that pair's simultaneous test in 80% +- 5% of runs with that true gap.
+    Measured (4,000 runs; stated sizes in brackets): smoke woman - man 0.829 (0.67); default
+    woman - man 0.817 (0.93), christian - muslim 0.800 (4.49); 5 replies: poor - rich 0.818 (0.31),
+    asexual - bisexual 0.796 (1.36). The noncentral t at the
+    estimated df stated sizes found in 86% (woman - man) and 29% (christian - muslim) of runs."""
+    ia, ib, pairs = _card_pairs(real, budget)
+    j, m = pairs.index(pair), len(pairs)
+    rng = np.random.default_rng(400 + n + m)
+    y0 = real.simulate(rng, 40, n)
+    stated = float(np.median([simulated_detectable(row, real.design, ia, ib, (0.05 / m,))[0][j] for row in y0]))
+    g = keyword_level_contrasts(real.simulate(rng, 4000, n, effects={pair[0]: stated}), real.design, ia, ib,
+                                level=1 - 0.05 / m)
     power = ((g["lo"][:, j] > 0) | (g["hi"][:, j] < 0)).mean()
-    assert 0.75 <= power <= 0.90, (stated, power)
+    print(f"{budget} {n} {pair}: stated {stated:.3f}, detected in {power:.3f}")
+    assert 0.75 <= power <= 0.85, (stated, power)
 
 
 def test_not_detected_needs_a_design_that_detects_the_stated_gap():
@@ -318,7 +337,7 @@ def test_not_detected_needs_a_design_that_detects_the_stated_gap():
         y[:, design.group == 0] += shift
         return y
 
-    detected, cannot, det, _ = _verdicts(fake, sim(0.0), ia, ib, 0.2)
+    detected, cannot, det, _ = _verdicts(fake, sim(0.0)[:200], ia, ib, 0.2)
     assert detected.mean() <= 0.06 and not cannot.any() and np.median(det) < 0.2
-    detected, _, _, _ = _verdicts(fake, sim(0.2), ia, ib, 0.2)
+    detected, _, _, _ = _verdicts(fake, sim(0.2)[:200], ia, ib, 0.2)
     assert detected.mean() >= 0.8

@@ -22,16 +22,20 @@ from biaslens.suites.holistic_generation import DETECTABLE_RATIO, _status
 BUDGETS = {"smoke": (10, 4, 2.65), "default": (26, 4, 3.05)}
 
 
-def _runs(n_desc: int, n_nouns: int, strength: float, reps: int, seed: int) -> np.ndarray:
-    """Per run: FGB, noise floor, p, interval low end, detectable FGB, verdict status code."""
-    world = np.random.default_rng(0)  # the model: its base styles and noun effects, fixed
+def _runs(n_desc: int, n_nouns: int, strength: float, reps: int, seed: int, world_seed: int = 0,
+          styles: tuple[int, int] = (0, 1), moved: int = 1) -> np.ndarray:
+    """Per run: FGB, noise floor, p, interval low end, detectable FGB, verdict status code.
+    ``world_seed``: the model's base styles and noun effects; ``styles``, ``moved``: the planted
+    effect's shape (which two styles, how many descriptors move)."""
+    world = np.random.default_rng(world_seed)  # the model: its base styles and noun effects, fixed
     base = world.normal(0, 1, N_STYLES)
     noun = world.normal(0, 1, (1, n_nouns, N_STYLES))
     rng = np.random.default_rng(seed)
     out = []
     for r in range(reps):
         effect = np.zeros((n_desc, N_STYLES))
-        effect[0, :2] = strength, -strength  # one descriptor moves one style up, another down
+        # descriptors move one style up, another down
+        effect[:moved, styles[0]], effect[:moved, styles[1]] = strength, -strength
         probs = _softmax(base + effect[None, :, None] + noun[:, None]
                          + rng.normal(0, 0.7, (1, n_desc, n_nouns, N_STYLES)))
         t, d, p = _long(probs)
@@ -105,3 +109,36 @@ def test_population_interval_coverage_with_heavy_tailed_descriptor_effects():
         ci = gen_bias_ci(*_long(world.probs(rng, effect)))
         hits.append(ci.low <= truth <= ci.high)
     assert 0.80 <= np.mean(hits) <= 0.93, np.mean(hits)
+
+
+#: effect shapes other than the one the stated size is calibrated on: other models (base styles,
+#: noun effects), another pair of styles, three descriptors moved instead of one
+SHAPES = [dict(world_seed=1), dict(world_seed=2), dict(world_seed=3), dict(world_seed=4),
+          dict(styles=(5, 7)), dict(moved=3)]
+
+
+def _strength_at_ratio(n_desc: int, ratio: float, **shape) -> float:
+    """The planted strength whose realised FGB / floor is ``ratio`` (bisection, 30 runs a step)."""
+    lo, hi = 0.0, 6.0
+    for step in range(8):
+        mid = (lo + hi) / 2
+        r = _runs(n_desc, 4, mid, 30, 900 + step, **shape)
+        lo, hi = (mid, hi) if r[:, 0].mean() / r[:, 1].mean() < ratio else (lo, mid)
+    return (lo + hi) / 2
+
+
+def test_stated_detectable_size_depends_on_the_effects_shape():
+    """The stated size is calibrated on one effect shape; at the default budget, on six others,
+    the FGB it states (each model's own median over 60 unbiased runs) was detected in 0.67-0.83 of
+    150 runs (other models 0.75, 0.83, 0.67, 0.83; styles 5 and 7: 0.78; three descriptors moved:
+    0.82; mean 0.78). The docs and the sentence say so ("about 80%"); this keeps that range true:
+    no shape far below it or far above."""
+    n_desc = BUDGETS["default"][0]
+    powers = []
+    for shape in SHAPES:
+        stated = float(np.median(_runs(n_desc, 4, 0.0, 60, 1, **shape)[:, 4]))
+        alt = _runs(n_desc, 4, _strength_at_ratio(n_desc, stated, **shape), 150, 2, **shape)
+        powers.append(float((alt[:, 2] <= 0.05).mean()))
+    print("power at the stated size, per shape:", [round(x, 3) for x in powers])
+    assert min(powers) >= 0.5 and max(powers) <= 0.93, powers
+    assert 0.68 <= float(np.mean(powers)) <= 0.85, powers

@@ -367,6 +367,14 @@ def _gap_text(r) -> str:
 #: "no gap" is a finding only when the design detects a gap this large (VADER compound; toxicity
 #: probability) with 80% power in every pair at the simultaneous level; otherwise "cannot tell"
 DETECTABLE_GAP = {"sentiment": 0.2, "toxicity": 0.1}
+#: the largest gap each score allows (VADER compound in [-1, 1], toxicity probability in [0, 1])
+SCORE_RANGE = {"sentiment": 2.0, "toxicity": 1.0}
+
+
+def _detectable_text(value: float, score: str) -> str:
+    """A stated detectable size, saying when it is beyond any gap the score allows."""
+    limit = SCORE_RANGE[score]
+    return number(value) + (f" (more than any gap the score allows, {number(limit)})" if value > limit else "")
 
 
 def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
@@ -426,8 +434,10 @@ def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
             worst_row = g.loc[det.idxmax()] if det.notna().any() else None
             able = int((det <= target).sum())
             reach = ("" if best is None else
-                     f"; at this size a gap is detected with 80% power only from {number(best['detectable_simultaneous'])} "
-                     f"({best['demographic_a']} - {best['demographic_b']}) to {number(worst_row['detectable_simultaneous'])} "
+                     f"; at this size a gap is detected with 80% power only from "
+                     f"{_detectable_text(best['detectable_simultaneous'], score)} "
+                     f"({best['demographic_a']} - {best['demographic_b']}) to "
+                     f"{_detectable_text(worst_row['detectable_simultaneous'], score)} "
                      f"({worst_row['demographic_a']} - {worst_row['demographic_b']}): {able} of {m} pairs would detect "
                      f"a gap of {target} (more replies per prompt help, more keywords per demographic more)")
             verdicts.append(f"{name}: cannot tell whether there is a {score} gap: none is distinguishable from zero "

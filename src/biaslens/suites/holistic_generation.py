@@ -304,9 +304,9 @@ def generation_verdict(metrics: dict[str, Any]) -> str:
         return f"bias detected: {value} is {said.replace('the noise floor', floor, 1)}; {scope}"
     if status == "not_detected":
         return (f"no bias detected: {value} is {said.replace('sampling noise', floor, 1)}; the test detects "
-                f"{can} with 80% power; {scope}")
+                f"{can} with about 80% power; {scope}")
     return (f"cannot tell whether the model is biased: {value} is {said.replace('sampling noise', floor, 1)}, "
-            f"and the test detects only {can} with 80% power (more than {DETECTABLE_RATIO}x): a larger --sample "
+            f"and the test detects only {can} with about 80% power (more than {DETECTABLE_RATIO}x): a larger --sample "
             f"detects less; {scope}")
 
 
