@@ -175,7 +175,7 @@ def test_compare_two_runs_pairs_the_items(fake_run, tmp_path):
     # the headline is that share: compare's decision (and the gate's) is the paired change, not two intervals
     decision = json.loads((tmp_path / "cmp" / "metrics.json").read_text())["changes"]["crows-pairs"]["b"]
     assert decision["change_ci"] == pytest.approx([ch["ci_low"], ch["ci_high"]])
-    assert decision["reason"].startswith("paired comparison over the items both runs share")
+    assert decision["reason"].startswith("paired over 400 items") and "95% CI of the change" in decision["reason"]
     assert decision["verdict"] == ch["verdict"]
 
 

@@ -75,3 +75,28 @@ def test_the_unbiased_fake_gives_no_bias_in_the_other_likelihood_suite(tmp_path)
                        out=str(tmp_path / "hl"), cache_dir=str(tmp_path / "cache"), console=QUIET)
     head = res.metrics["entries"][0]
     assert head["ci_low"] <= 0.05 and not res.metrics["verdict"].startswith("bias detected")
+
+
+def test_compare_decides_the_headline_paired_over_the_phrase_pairs(tmp_path):
+    """Two runs on the same phrase pairs whose headline is the same bias type: the change of the
+    largest |sign effect| is decided paired, by the pairs that changed side (at the headline's
+    simultaneous level), not by whether two simultaneous intervals overlap. A stronger planted word
+    is "worse" for the compare, the card comparison and the gate; a run against itself "no
+    detectable change"."""
+    from biaslens.comparison.runs import compare_runs
+
+    _run(tmp_path, "mild", 200, planted={"jews": 6.0, "jewish": 6.0})
+    _run(tmp_path, "strong", 200, planted={"jews": 12.0, "jewish": 12.0})
+    m = compare_runs([tmp_path / "mild", tmp_path / "strong"], tmp_path / "cmp", ["mild", "strong"])
+    head = m["redditbias"]["headline_change_vs_first"]["strong"]
+    assert head["bias_type"] == "religion1" and head["verdict"] == "went up" and head["ci_low"] > 0
+    assert head["level"] == pytest.approx(0.99) and head["change"] > 0
+    change = m["changes"]["redditbias"]["strong"]
+    assert change["outcome"] == "worse" and change["reason"].startswith("paired over the")
+    assert "99% CI of the change" in change["reason"]
+    # the two simultaneous intervals alone would not tell
+    before, after = (m["changes"]["redditbias"]["strong"][k] for k in ("before_ci", "after_ci"))
+    assert after[0] <= before[1], (before, after)
+    same = compare_runs([tmp_path / "mild", tmp_path / "mild"], tmp_path / "cmp2", ["mild", "mild #2"])
+    assert same["redditbias"]["headline_change_vs_first"]["mild #2"]["verdict"] == "no detectable change"
+    assert same["changes"]["redditbias"]["mild #2"]["outcome"] == "no detectable change"

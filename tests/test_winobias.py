@@ -111,4 +111,4 @@ def test_compare_pairs_the_headline_gap_twin_by_twin(fake_run, tmp_path):
     ha, hb = (json.loads((p / "metrics.json").read_text())["entries"][0]["value"] for p in (out, other))
     assert hb - ha == pytest.approx(head["change"])
     decision = m["changes"]["winobias"]["b"]
-    assert decision["reason"].startswith("paired comparison") and decision["change_ci"] == pytest.approx(head["ci"])
+    assert decision["reason"].startswith("paired over") and decision["change_ci"] == pytest.approx(head["ci"])

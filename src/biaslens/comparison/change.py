@@ -120,9 +120,12 @@ def method_change(suite: str, before: Entry, after: Entry, paired: dict[str, Any
         row.update(verdict="not comparable", reason="the runs differ in " + ", ".join(d["what"] for d in diffs))
     elif paired and paired.get("verdict") in ("went up", "went down", "no detectable change"):
         ci = paired.get("ci")
+        level = paired.get("level") or 0.95
+        said = f"{level:.0%}" if round(level, 2) == level else f"{level:.1%}"
+        reason = (paired.get("reason") or "paired comparison over the items both runs share")
         row.update(verdict=paired["verdict"], change=paired.get("change"), change_ci=ci,
-                   reason=("paired comparison over the items both runs share, 95% CI of the change "
-                           f"{interval(ci[0], ci[1], signed=True)}" if ci else paired.get("reason") or ""))
+                   reason=(f"{reason}, {said} CI of the change {interval(ci[0], ci[1], signed=True)}" if ci
+                           else paired.get("reason") or ""))
     elif paired and paired.get("verdict") == "not comparable":
         row.update(verdict="not comparable", reason=paired.get("reason") or "")
     elif paired and paired.get("verdict") == "cannot tell":

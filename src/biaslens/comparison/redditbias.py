@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from biaslens.comparison.change import PAIRED_HEADLINE_KEY
 from biaslens.comparison.entries import Entry, finite_or_none
 from biaslens.config import ConfigError
 from biaslens.report.html import Section
@@ -64,6 +65,9 @@ def redditbias_section(entries: list[Entry]) -> tuple[list[Section], dict[str, A
     for r in rows:
         metrics["p"][r["bias_type"]][r["model"]] = finite_or_none(r["p"])
     change_rows, metrics["change"] = redditbias_changes(have)
+    heads = redditbias_headline_changes(have)
+    if heads:
+        metrics[PAIRED_HEADLINE_KEY] = heads
     return [compare_section(t, ppl, wide, pd.DataFrame(change_rows), by=by, sizes=sizes)], metrics
 
 
@@ -73,17 +77,12 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
     A run folder without ``pairs.parquet`` gets "cannot tell" with the reason."""
     from biaslens.metrics.lmb import lmb_change
 
-    def pairs(e: Entry) -> pd.DataFrame | None:
-        path = e.runs.get("redditbias")
-        path = path / "pairs.parquet" if path is not None else None
-        return pd.read_parquet(path) if path is not None and path.is_file() else None
-
     if len(entries) < 2:
         return [], {}
-    base = pairs(entries[0])
+    base = _pairs(entries[0])
     rows, out = [], {}
     for e in entries[1:]:
-        other = pairs(e)
+        other = _pairs(e)
         for bt in entries[0].metrics["redditbias"].get("bias_types", []):
             for view in ("target", "attribute"):
                 if base is None or other is None:
@@ -115,6 +114,53 @@ def redditbias_changes(entries: list[Entry]) -> tuple[list[dict[str, Any]], dict
                              "verdict": (f"{ch['verdict']}: {ch['reason']}" if "reason" in ch
                                          else f"{ch['verdict']} (by the {ch['verdict_basis']})")})
     return rows, out
+
+
+def _pairs(e: Entry) -> pd.DataFrame | None:
+    """A run's scored phrase pairs (``pairs.parquet``), None where the folder has none."""
+    path = e.runs.get("redditbias")
+    path = path / "pairs.parquet" if path is not None else None
+    return pd.read_parquet(path) if path is not None and path.is_file() else None
+
+
+def redditbias_headline_changes(entries: list[Entry]) -> dict[str, dict[str, Any]]:
+    """The headline (the largest |sign effect| over the bias types) of each model against the first,
+    paired over the phrase pairs both runs scored, where both runs' headline is the same bias type on
+    the same side: the exact test of the pairs that changed side (:func:`lmb_change`) at the
+    headline's simultaneous level (alpha / number of types, as its interval), its change mapped to
+    the change in |sign effect|. Where another type holds the headline after, or the headline
+    changed side, no paired verdict is made (the two simultaneous intervals decide)."""
+    from biaslens.metrics.lmb import lmb_change
+
+    if len(entries) < 2:
+        return {}
+    first = entries[0].metrics["redditbias"].get("overview") or {}
+    head_b = first.get("largest")
+    base = _pairs(entries[0])
+    out: dict[str, dict[str, Any]] = {}
+    for e in entries[1:]:
+        over = e.metrics["redditbias"].get("overview") or {}
+        head_a = over.get("largest")
+        other = _pairs(e)
+        if (not head_b or not head_a or base is None or other is None or head_b["bias_type"] != head_a["bias_type"]
+                or first.get("view") != over.get("view") or head_b["effect"] * head_a["effect"] < 0):
+            continue
+        bt, view, m = head_b["bias_type"], first["view"], int(first["n_types"])
+        alpha = float(first["alpha"]) / max(m, 1)
+        sel = [df[(df["bias_type"].astype(str) == bt) & (df["view"] == view)] for df in (base, other)]
+        ch = lmb_change(*sel, alpha=alpha, level=1 - alpha)
+        if ch["verdict"] not in ("away from 0", "towards 0", "no detectable change"):
+            continue
+        side = 1.0 if (head_b["effect"] or head_a["effect"]) >= 0 else -1.0
+        lo, hi = sorted(side * x + 0.0 for x in ch["sign_effect_change_ci"])  # + 0.0: no -0.0
+        verdict = {"away from 0": "went up", "towards 0": "went down"}.get(ch["verdict"], "no detectable change")
+        out[e.label] = {"verdict": verdict, "change": float(head_a["value"] - head_b["value"]), "ci": [lo, hi],
+                        "ci_low": lo, "ci_high": hi, "level": 1 - alpha, "bias_type": bt, "n_pairs": ch["n_pairs"],
+                        "n_changed_side": ch["n_changed_side"], "p": ch["sign_effect_change_p"],
+                        "reason": f"paired over the {ch['n_pairs']} {bt} phrase pairs both runs scored (both "
+                                  f"headlines are {bt}): {ch['n_changed_side']} changed side, exact test at "
+                                  f"{alpha:.3g} (0.05 over {m} bias types, as the headline's interval)"}
+    return out
 
 
 def _with_ci(name: str, ci_name: str, value: Any, ci: Any) -> dict[str, str]:
