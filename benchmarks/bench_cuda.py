@@ -16,6 +16,7 @@ and optionally the paper-scale runs.
 - ``--generation-full``: `biaslens run holistic-generation --full --device cuda --no-cache`
   (every prompt, the embedded model, the style judge) end to end, timed (stopped at
   ``--time-limit``, default 540 s, and recorded as such).
+- ``--batch-size N``: texts per scoring batch for the runs and ``--shape`` (default: biaslens's).
 - ``--before SRC``: the ``--full`` run again with another biaslens tree (a folder holding
   ``src/biaslens``, e.g. ``git archive <commit> src | tar -x -C SRC``), side by side on this GPU.
 - ``--random-weights DIR``: for a GPU machine without the weight files. DIR holds the config and
@@ -135,7 +136,8 @@ def _matmul_tflops(dtype, n: int = 8192, repeats: int = 20) -> float:
     return 2 * n**3 * repeats / (time.perf_counter() - t0) / 1e12
 
 
-def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer_folder: str | None = None) -> dict:
+def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer_folder: str | None = None,
+               batch_size: int | None = None) -> dict:
     """Score ``texts`` with a random-weight model of ``shape`` in ``dtype``, against its compute floor."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
@@ -156,7 +158,7 @@ def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer
     score_texts(backend, texts[:2048], cache=None)  # warm-up
     backend.computed_tokens = backend.computed_head_rows = 0
     stats = ScoringStats()
-    scores, secs = _timed(score_texts, backend, texts, cache=None, stats=stats)
+    scores, secs = _timed(score_texts, backend, texts, cache=None, stats=stats, batch_size=batch_size)
     n_params = sum(p.numel() for p in model.parameters())
     head = config.hidden_size * config.vocab_size
     body = n_params - head * (1 if config.tie_word_embeddings else 2)  # without the input embedding and head
@@ -167,7 +169,7 @@ def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer
     out = {"dtype": dtype, "n_parameters": n_params, "sentences": len(texts), "seconds": round(secs, 2),
            "sentences_per_second": round(len(texts) / secs, 1), "computed_positions": backend.computed_tokens,
            "predicting_positions": predicting, "floor_seconds": round(floor, 2), "ratio_to_floor": round(secs / floor, 2),
-           "batch_size": backend.score_batch_size, "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20) if DEVICE == "cuda" else None}
+           "batch_size": batch_size or backend.score_batch_size, "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20) if DEVICE == "cuda" else None}
     print(out, flush=True)
     del model, backend
     torch.cuda.empty_cache()
@@ -187,6 +189,7 @@ def main() -> None:
                     help="also time `biaslens run holistic-generation --full --device cuda`")
     ap.add_argument("--time-limit", type=float, default=540.0, help="seconds for each subprocess run")
     ap.add_argument("--skip-sweep", action="store_true", help="skip the batch-size and generation sweep")
+    ap.add_argument("--batch-size", type=int, default=None, help="texts per scoring batch (default: biaslens's)")
     ap.add_argument("--before", type=Path, default=None, help="another biaslens tree: the --full run with it too")
     ap.add_argument("--random-weights", type=Path, default=None,
                     help="folder of config and tokenizer files: random-weight models of those shapes")
@@ -261,6 +264,9 @@ def main() -> None:
 
     save()
     size = ["--sample", str(args.run_sample)] if args.run_sample else ["--full"]
+    if args.batch_size:
+        size += ["--batch-size", str(args.batch_size)]
+        result["batch_size"] = args.batch_size
     if args.full:
         result["full_run"] = _timed_run(["run", *size, *model_args], Path("/tmp/biaslens-cuda-full"),
                                         args.time_limit, env)
@@ -280,7 +286,8 @@ def main() -> None:
         if args.shape_sample:
             all_texts = rows["text"].astype(str).sample(n=args.shape_sample, random_state=0).tolist()
         result["shape"] = {"shape": args.shape, "matmul_tflops_bf16": round(_matmul_tflops(torch.bfloat16), 1),
-                           "runs": [_shape_run(args.shape, dt, all_texts, result, model if args.random_weights else None)
+                           "runs": [_shape_run(args.shape, dt, all_texts, result, model if args.random_weights else None,
+                                               args.batch_size)
                                     for dt in (("bfloat16", "float32") if args.shape_fp32 else ("bfloat16",))]}
         save()
     if args.generation_full:

@@ -248,10 +248,11 @@ class HFCausalBackend(TokenizerBackend):
     #: a quarter of the free GPU memory: on an H100 the embedded model generated 3.7-4.2x the
     #: tokens/s at 512 rows as at 128 (benchmarks/bench_cuda.py)
     GENERATE_BATCH_SIZE_GPU = 512
-    #: texts per trie-packed scoring batch on a GPU: 1,024 scored 4,064 sentences/s on an H100
-    #: vs 3,166 at 256 on a 20,000-sentence sample (benchmarks/bench_cuda.py); the full v1.0 run
-    #: was no faster (the host's work dominates there); 4,096 gained 10% for 37% more memory
-    TRIE_BATCH_SIZE_GPU = 1024
+    #: texts per trie-packed scoring batch on a GPU: a small model's forward pass is bound by
+    #: launching its kernels (about 30 ms of Python per forward of the 135M model, whatever the
+    #: batch), so fewer, larger batches: the full v1.0 run's scoring took 16.8 s at 4,096 against
+    #: 23.8 s at 1,024 on an H200, and a 7B shape was 5% faster (benchmarks/results/cuda_batch_h200.json)
+    TRIE_BATCH_SIZE_GPU = 4096
 
     @property
     def on_gpu(self) -> bool:
