@@ -299,26 +299,35 @@ def test_card_budget_verdicts_unbiased_and_planted(real, budget):
     assert (cannot | detected).all() and detected.mean() <= 0.08
 
 
-@pytest.mark.parametrize("budget,n,pair", [("smoke", 1, ("woman", "man")), ("default", 1, ("woman", "man")),
-                                           ("default", 1, ("christian", "muslim")), ("default", 5, ("poor", "rich")), ("default", 5, ("woman", "man")),
-                                           ("default", 5, ("asexual", "bisexual"))])
-def test_stated_detectable_gap_is_detected_in_80_percent_of_runs(real, budget, n, pair):
+@pytest.mark.parametrize("budget,n,pair,spread", [
+    ("smoke", 1, ("woman", "man"), "alike"), ("default", 1, ("woman", "man"), "alike"),
+    ("default", 1, ("christian", "muslim"), "alike"), ("default", 5, ("poor", "rich"), "alike"),
+    ("default", 5, ("woman", "man"), "alike"), ("default", 5, ("asexual", "bisexual"), "alike"),
+    ("default", 5, ("christian", "muslim"), "small ones wider"), ("default", 5, ("woman", "man"), "small ones wider")])
+def test_stated_detectable_gap_is_detected_in_80_percent_of_runs(real, budget, n, pair, spread):
     """The size a sentence states for a pair (the median over 40 simulated runs of what each run
-    states) is found by that pair's simultaneous test in 80% +- 5% of runs with that true gap.
-    Measured (4,000 runs; stated sizes in brackets): smoke woman - man 0.829 (0.67); default
-    woman - man 0.817 (0.93), christian - muslim 0.800 (4.49); 5 replies: poor - rich 0.818 (0.31),
-    asexual - bisexual 0.796 (1.36). The noncentral t at the
-    estimated df stated sizes found in 86% (woman - man) and 29% (christian - muslim) of runs."""
+    states) is found by that pair's simultaneous test in at least about 80% of runs with that true
+    gap, whether the keywords of every demographic spread alike (keyword sd 0.05) or the 3-keyword
+    ones spread 15 times wider than the others (sd 0.3 against 0.02). Measured (4,000 runs each):
+    0.78-0.86 alike, 0.84 and 0.89 wider (docs/community.md quotes each). With one keyword variance
+    pooled over the demographics the wider case gave 0.38 for christian - muslim (the stated size
+    far too small) and 0.95 for woman - man; the noncentral t at the estimated df, before, 0.86 for
+    woman - man and 0.29 for christian - muslim at the default card."""
     ia, ib, pairs = _card_pairs(real, budget)
     j, m = pairs.index(pair), len(pairs)
     rng = np.random.default_rng(400 + n + m)
-    y0 = real.simulate(rng, 40, n)
-    stated = float(np.median([simulated_detectable(row, real.design, ia, ib, (0.05 / m,))[0][j] for row in y0]))
-    g = keyword_level_contrasts(real.simulate(rng, 4000, n, effects={pair[0]: stated}), real.design, ia, ib,
-                                level=1 - 0.05 / m)
+
+    def simulate(sims: int, gap: float) -> np.ndarray:
+        y = real.simulate(rng, sims, n) if spread == "alike" else _heterogeneous(real, rng, sims, n)
+        y[:, real.design.group == real.demo[pair[0]]] += gap
+        return y
+
+    stated = float(np.median([simulated_detectable(row, real.design, ia, ib, (0.05 / m,))[0][j]
+                              for row in simulate(40, 0.0)]))
+    g = keyword_level_contrasts(simulate(4000, stated), real.design, ia, ib, level=1 - 0.05 / m)
     power = ((g["lo"][:, j] > 0) | (g["hi"][:, j] < 0)).mean()
-    print(f"{budget} {n} {pair}: stated {stated:.3f}, detected in {power:.3f}")
-    assert 0.75 <= power <= 0.85, (stated, power)
+    print(f"{budget} {n} {pair} {spread}: stated {stated:.3f}, detected in {power:.3f}")
+    assert 0.77 <= power <= 0.91, (stated, power)
 
 
 def test_not_detected_needs_a_design_that_detects_the_stated_gap():

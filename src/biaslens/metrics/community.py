@@ -256,19 +256,29 @@ def keyword_level_contrasts(y: np.ndarray, design: Design, ia: np.ndarray, ib: n
                       level)
 
 
-def working_model_components(y: np.ndarray, design: Design) -> tuple[float, float]:
-    """The working model's variance components from one run's prompt values ``y`` (prompts,): the
-    within-keyword variance of the prompt values and the keyword-effect variance (the pooled
-    between/within ratio, :meth:`Design.rho`, times it), both pooled over all demographics. Pooled,
-    not per demographic: a demographic's own within variance rests on its 10-30 prompts and
-    varied by a factor of 4 between simulated runs, which made the stated sizes conservative (a
-    size stated that way was found in 86% of runs instead of 80%)."""
-    _, b, _ = design._indicators()
+def working_model_components(y: np.ndarray, design: Design) -> tuple[float, np.ndarray]:
+    """The variance components :func:`simulated_detectable` simulates from, estimated from one run's
+    prompt values ``y`` (prompts,): the within-keyword variance of the prompt values, pooled over
+    all demographics, and each demographic's own keyword-effect variance (one-way ANOVA moments
+    within the demographic, 0 when negative or not estimable).
+
+    Within pooled: a demographic's own within variance rests on its 10-30 prompts and varied by a
+    factor of 4 between simulated runs, which made the stated sizes conservative. Keyword variance
+    per demographic: one pooled figure stated sizes that were found in only 38% of runs for a
+    3-keyword pair whose keywords spread much more than the others' (and in 95% for the others)."""
+    a, b, kg = design._indicators()
     m_k = b.sum(0)
+    m_g = a.sum(0)
     yk = (y @ b) / m_k
+    yg = (y @ a) / m_g
     dof = len(y) - design.n_clusters
     within = float(((y - yk[design.cluster]) ** 2).sum() / dof) if dof > 0 else float(np.var(y, ddof=1))
-    return within, float(design.rho(y)) * within
+    k_g = np.bincount(kg, minlength=design.n_groups).astype(np.float64)
+    between_ss = np.bincount(kg, weights=m_k * (yk - yg[kg]) ** 2, minlength=design.n_groups)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n0 = (m_g - np.bincount(kg, weights=m_k ** 2, minlength=design.n_groups) / m_g) / (k_g - 1)
+        between = (between_ss / (k_g - 1) - within) / n0
+    return within, np.clip(np.nan_to_num(between, nan=0.0, posinf=0.0), 0.0, None)
 
 
 def simulated_detectable(y: np.ndarray, design: Design, ia: np.ndarray, ib: np.ndarray,
@@ -276,8 +286,8 @@ def simulated_detectable(y: np.ndarray, design: Design, ia: np.ndarray, ib: np.n
                          seed: int = 0) -> np.ndarray:
     """The smallest gap each pair's keyword-level test (:func:`keyword_level_contrasts`) detects
     with probability ``power`` at each two-sided level in ``alphas``, in runs simulated from this
-    run's design (its demographics, keywords and prompts) under the working model with this run's
-    variance components (:func:`working_model_components`): shape (len(alphas), pairs).
+    run's design (its demographics, keywords and prompts) with this run's variance components
+    (:func:`working_model_components`): shape (len(alphas), pairs).
 
     The test itself is simulated, its plug-in standard errors and Welch-Satterthwaite df included:
     a noncentral t at the estimated df stated sizes that were found in 86% of simulated runs for
@@ -288,7 +298,8 @@ def simulated_detectable(y: np.ndarray, design: Design, ia: np.ndarray, ib: np.n
     y = np.asarray(y, dtype=np.float64)
     within, between = working_model_components(y, design)
     rng = np.random.default_rng(seed)
-    sim = (rng.standard_normal((sims, design.n_clusters)) * np.sqrt(between))[:, design.cluster]
+    _, _, kg = design._indicators()
+    sim = (rng.standard_normal((sims, design.n_clusters)) * np.sqrt(between[kg]))[:, design.cluster]
     sim += rng.standard_normal((sims, len(design.cluster))) * np.sqrt(within)
     g = keyword_level_contrasts(sim, design, ia, ib)
     observed = keyword_level_contrasts(y, design, ia, ib)
