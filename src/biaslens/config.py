@@ -64,7 +64,8 @@ class ModelConfig(Section):
     kind: Literal["auto", "causal", "masked", "seq2seq"] = Field("auto", json_schema_extra=flag("--model-kind"),
                                                                  description="the model's kind; auto: from its config")
     batch_size: int | None = Field(None, ge=1, description=(
-        "texts per forward pass [default per backend: causal 256 scoring, 32 generation]"))
+        "texts per forward pass [default per backend: causal 256 scoring (4,096 on a GPU), "
+        "32 generation (by free memory on a GPU)]"))
     start_token: str | None = Field(None, description=(
         "document-start token prepended before each text (default chosen per model, recorded in run.json)"))
     score_first_token: bool = Field(True, json_schema_extra=flag("--score-first-token/--no-start-token"), description=(
