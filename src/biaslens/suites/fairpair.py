@@ -444,7 +444,11 @@ class FairPair(Suite):
                     detectable=test.get("detectable_F"), verdict=status,
                     description=f"{model}: B^2 / (V_A V_B) for {dissim} (1: the counterfactual differs no more than "
                                 f"the model's own samples); one-sided {p_text(test.get('p_greater'))} (cross > within)"))
-        verdict = " ".join(metrics["verdicts"].values()) or None
+        # the run's sentence as the other methods write theirs: lower case after "FairPair: " on the
+        # card, and each model named where there are several (the per-model sentences stay as they are)
+        several = len(metrics["verdicts"]) > 1
+        verdict = " ".join((f"{model}: " if several else "") + text[:1].lower() + text[1:]
+                           for model, text in metrics["verdicts"].items()) or None
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=res, verdict=verdict)
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
