@@ -64,6 +64,8 @@ def _generate_all(backend, prompts: list[str], params, batch_size: int) -> list[
 
 #: model shapes built from a config (random weights): the compute of a real model of that size
 SHAPES = {
+    "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "num_key_value_heads": 4, "tie_word_embeddings": True},  # to try the script out on a CPU
     "1.7b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24, "num_attention_heads": 32,
              "num_key_value_heads": 32, "tie_word_embeddings": True},
     "7b": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
@@ -137,8 +139,9 @@ def _matmul_tflops(dtype, n: int = 8192, repeats: int = 20) -> float:
 
 
 def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer_folder: str | None = None,
-               batch_size: int | None = None) -> dict:
-    """Score ``texts`` with a random-weight model of ``shape`` in ``dtype``, against its compute floor."""
+               batch_size: int | None = None, compiled: bool = False) -> dict:
+    """Score ``texts`` with a random-weight model of ``shape`` in ``dtype``, against its compute floor;
+    ``compiled``: then again through ``torch.compile`` (:meth:`HFCausalBackend.compile`), side by side."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -170,6 +173,18 @@ def _shape_run(shape: str, dtype: str, texts: list[str], result: dict, tokenizer
            "sentences_per_second": round(len(texts) / secs, 1), "computed_positions": backend.computed_tokens,
            "predicting_positions": predicting, "floor_seconds": round(floor, 2), "ratio_to_floor": round(secs / floor, 2),
            "batch_size": batch_size or backend.score_batch_size, "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20) if DEVICE == "cuda" else None}
+    if compiled:
+        backend.compile()
+        _, compile_secs = _timed(score_texts, backend, texts[:2048], cache=None)  # compiles here
+        backend.computed_tokens = backend.computed_head_rows = 0
+        _, secs_c = _timed(score_texts, backend, texts, cache=None, batch_size=batch_size)
+        import torch._dynamo.utils as dynamo_utils
+
+        out["compiled"] = {"seconds": round(secs_c, 2), "ratio_to_floor": round(secs_c / floor, 2),
+                           "speedup_vs_eager": round(secs / secs_c, 2),
+                           "first_batch_with_compilation_seconds": round(compile_secs, 1),
+                           "graphs_compiled": int(dynamo_utils.counters["stats"]["unique_graphs"]),
+                           "same_positions": backend.computed_tokens == out["computed_positions"]}
     print(out, flush=True)
     del model, backend
     torch.cuda.empty_cache()
@@ -185,6 +200,8 @@ def main() -> None:
     ap.add_argument("--shape", choices=sorted(SHAPES), default=None, help="also score with a random model of this shape")
     ap.add_argument("--shape-sample", type=int, default=0, help="sentences for --shape (0: all of v1.0)")
     ap.add_argument("--shape-fp32", action="store_true", help="--shape in fp32 too")
+    ap.add_argument("--shape-compile", action="store_true",
+                    help="--shape also through torch.compile (the packed path's compiled body), side by side")
     ap.add_argument("--generation-full", action="store_true",
                     help="also time `biaslens run holistic-generation --full --device cuda`")
     ap.add_argument("--time-limit", type=float, default=540.0, help="seconds for each subprocess run")
@@ -287,7 +304,7 @@ def main() -> None:
             all_texts = rows["text"].astype(str).sample(n=args.shape_sample, random_state=0).tolist()
         result["shape"] = {"shape": args.shape, "matmul_tflops_bf16": round(_matmul_tflops(torch.bfloat16), 1),
                            "runs": [_shape_run(args.shape, dt, all_texts, result, model if args.random_weights else None,
-                                               args.batch_size)
+                                               args.batch_size, compiled=args.shape_compile)
                                     for dt in (("bfloat16", "float32") if args.shape_fp32 else ("bfloat16",))]}
         save()
     if args.generation_full:

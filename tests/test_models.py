@@ -379,3 +379,21 @@ def test_embedded_empty_and_one_token_texts(embedded_model):
     assert e.n_tokens == 0 and h.n_tokens == 1
     for s in (empty, one, more, e, h):  # consistent records survive the cache round trip
         assert TokenScores.from_bytes(s.to_bytes()).n_tokens == s.n_tokens
+
+
+@pytest.mark.slow
+def test_compile_keeps_the_packed_path_and_its_scores(tmp_path, tiny_causal_lm):
+    """``--compile`` on a packed-path model compiles the transformer body and keeps the prefix
+    trie (the GPU's gain is the fused element-wise work, not padding): same scores as eager."""
+    from biaslens.models.hf import load_hf
+
+    folder = tiny_causal_lm(tmp_path / "tiny")
+    texts = ["I love being a deaf grandmother.", "I love being a deaf dad.", "I hate being a queer man.",
+             "Hi, I am a Sikh person.", "I hate being a queer woman today."] * 3
+    eager = load_hf(str(folder), start_token="<|endoftext|>")
+    compiled = load_hf(str(folder), start_token="<|endoftext|>", compile=True)
+    assert compiled.use_trie and compiled.share_prefix and compiled.info.extra["compiled"]
+    a = [s.sum_logprob for s in score_texts(eager, texts, cache=None)]
+    b = [s.sum_logprob for s in score_texts(compiled, texts, cache=None)]
+    assert compiled.computed_tokens == eager.computed_tokens > 0  # the same trie nodes computed
+    np.testing.assert_allclose(b, a, atol=1e-4)

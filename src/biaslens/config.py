@@ -72,8 +72,9 @@ class ModelConfig(Section):
         "--no-start-token: reference-compatible scoring, no start token, the first token is not scored"))
     trust_remote_code: bool = Field(False, description="allow the model repository's own code to run")
     compile: bool = Field(False, description=(
-        "score through torch.compile (~2 min to compile; padded batches, no prefix packing): for large runs of models "
-        "the packed path does not cover (Llama, Qwen2/3 and GPT-2 are packed and faster without it)"))
+        "score through torch.compile (a one-time compilation of a minute or more): on the packed path (Llama, "
+        "Qwen2/3, GPT-2) the transformer body is compiled and the packing kept; other models are compiled whole with "
+        "padded batches. For large runs; see docs/backends.md"))
     backend: str = Field("auto", description=(
         "auto (embedded/fake/Hugging Face by name, default), hf, vllm (vLLM offline engine), openai (an "
         "OpenAI-compatible server, with --base-url) or any backend registered in models.registry.MODEL_REGISTRY"))

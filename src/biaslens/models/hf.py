@@ -223,21 +223,29 @@ class HFCausalBackend(TokenizerBackend):
         #: shared prompt openings once, finished rows leave the batch); tested to give plain
         #: ``generate``'s greedy texts. Same architectures as the trie: standard causal attention.
         self.own_decoder = self.use_trie
+        #: the compiled transformer body of the packed path (:meth:`compile`), else None
+        self._body = None
 
     def compile(self) -> None:
         """Score through ``torch.compile`` (inductor, dynamic shapes, frozen weights).
 
-        Generation keeps using the eager model. The shared-prefix path is turned off: a
-        key/value cache passed into the compiled graph would force recompilations.
+        Where the batch is packed as a prefix trie, the transformer body is compiled and the
+        packing stays: the compiled body fuses the element-wise work between the matrix
+        products (RMSNorm, rotary embedding, SiLU, casts) that the eager model runs as separate
+        kernels. Elsewhere the whole model is compiled and the shared-prefix path is turned off:
+        a key/value cache passed into the compiled graph would force recompilations.
+        Generation keeps using the eager model.
         """
         import torch
         import torch._inductor.config as inductor_config
 
         inductor_config.freezing = True  # constant-fold the weights into packed GEMM layouts
         self._eager_model = self.model
-        compiled = torch.compile(self.model, dynamic=True)
-        self.model = compiled
-        self.share_prefix = False
+        if self.use_trie and self.share_prefix:
+            self._body = torch.compile(self.model.base_model, dynamic=True)
+        else:
+            self.model = torch.compile(self.model, dynamic=True)
+            self.share_prefix = False
         self.info.extra["compiled"] = True
 
     #: rows per generation batch: a decoding step is one GEMM of this many rows, and on CPU
@@ -380,7 +388,8 @@ class HFCausalBackend(TokenizerBackend):
         """Log-probabilities of a trie-packed batch (see :class:`TriePack`): the transformer
         body over the packed nodes, the output head only on nodes that predict a token."""
         self.computed_tokens += prep.nodes
-        hidden = self.model.base_model(**prep.tensors, use_cache=False).last_hidden_state
+        body = self._body if self._body is not None else self.model.base_model
+        hidden = body(**prep.tensors, use_cache=False).last_hidden_state
         hidden = hidden.reshape(-1, hidden.shape[-1])
         nodes, inverse, targets = prep.head
         self.computed_head_rows += len(nodes)
