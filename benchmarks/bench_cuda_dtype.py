@@ -58,7 +58,7 @@ def compare_runs(fp32: Path, bf16: Path) -> dict:
     ha, hb = (next(h) for h in head)
     out["headline"] = {k: {"fp32": ha.get(k), "bf16": hb.get(k)} for k in ("value", "ci_low", "ci_high", "verdict")}
     out["verdict_sentence"] = {"fp32": ma.get("verdict"), "bf16": mb.get("verdict")}
-    axes_a, axes_b = ma.get("likelihood_bias_by_axis") or {}, mb.get("likelihood_bias_by_axis") or {}
+    axes_a, axes_b = ma.get("by_axis") or {}, mb.get("by_axis") or {}
     out["axes"] = {ax: {"fp32": axes_a[ax].get("likelihood_bias"), "bf16": axes_b.get(ax, {}).get("likelihood_bias")}
                    for ax in axes_a}
     out["max_axis_abs_diff"] = max((abs(v["fp32"] - v["bf16"]) for v in out["axes"].values()
