@@ -289,13 +289,24 @@ def test_batches_prepared_ahead_give_the_same_scores(embedded_model, monkeypatch
         threads.add(threading.current_thread().name)
         return real(self, rows)
 
+    tokenized: list[int] = []
+    real_tokenize = HFCausalBackend.tokenize
+
+    def tokenize(self, chunk):
+        tokenized.append(len(chunk))
+        return real_tokenize(self, chunk)
+
     monkeypatch.setattr(HFCausalBackend, "prepare_rows", prepare)
+    monkeypatch.setattr(HFCausalBackend, "tokenize", tokenize)
     monkeypatch.setattr(HFCausalBackend, "PREFETCH_BATCHES_CPU", 2)
     ahead = score_texts(embedded_model, texts, batch_size=8)
     assert any(name.startswith("biaslens-prepare") for name in threads)  # prepared on the background thread
+    # tokenized a chunk at a time (1, 2, then the rest of the 6 batches' texts), not all before the first batch
+    assert tokenized == [8, 16, 18], tokenized
     for a, b in zip(plain, ahead):
-        np.testing.assert_array_equal(a.logprobs, b.logprobs)  # the same batches: the same numbers, bit for bit
+        # other batches (chunks of string-sorted texts): the same tokens, numbers to the trie's 1e-4
         np.testing.assert_array_equal(a.offsets, b.offsets)
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4, rtol=0)
     # and the one-tokenization engine path equals scoring each batch's texts directly
     direct = embedded_model.score_batch(texts)
     for a, b in zip(plain, direct):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,9 +68,16 @@ def score_texts(
 
 def token_plan(backend) -> PlanFn:
     """Tokenize the texts to compute once, order them by their ids, and send each batch as a
-    :class:`~biaslens.models.tokenized.TokenRows` slice of that one tokenization."""
+    :class:`~biaslens.models.tokenized.TokenRows` slice of that one tokenization.
 
-    def plan(todo: list[str], size: int) -> tuple[list[list[str]], _RowBatches]:
+    Where the backend prepares batches ahead on a background thread (a GPU), the texts are
+    tokenized in chunks instead, so the first batch starts at once and each later chunk is
+    tokenized and ordered while the model runs the batches before it (:class:`_ChunkedBatches`)."""
+
+    def plan(todo: list[str], size: int):
+        if getattr(backend, "prefetch_batches", 0) and len(todo) > 2 * size:
+            chunked = _ChunkedBatches(backend, todo, size)
+            return chunked.texts, chunked
         rows = backend.tokenize(todo)
         order = backend.order_rows(rows, todo)
         ordered = [todo[i] for i in order.tolist()]
@@ -92,3 +100,84 @@ class _RowBatches(Sequence):
         if not 0 <= i < len(self):
             raise IndexError(i)
         return self.rows.take(self.order[i * self.size : (i + 1) * self.size])
+
+
+class _ChunkedBatches(Sequence):
+    """Batches whose texts are tokenized and ordered a chunk at a time, when a batch of the
+    chunk is first asked for. The texts are sorted as strings first, so a chunk holds texts
+    that share openings (and so token prefixes), and the backend's order within the chunk
+    packs them as one tokenization of everything would, up to the chunks' edges. Chunks grow
+    1, 2, 4, ... up to :attr:`MOST` batches: the first batch waits for one batch's tokens only,
+    and each later chunk is ready while the model runs the batches before it.
+
+    Indexed as jobs (``TokenRows``, from the preparing thread) and through :attr:`texts` (each
+    batch's texts, from the loop that stores the results)."""
+
+    MOST = 16
+
+    def __init__(self, backend, todo: list[str], size: int):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.backend, self.size = backend, size
+        self.todo = sorted(todo)
+        n_batches = -(-len(todo) // size)
+        self.bounds: list[int] = [0]  # the first batch of each chunk, then the end
+        step = 1
+        while self.bounds[-1] < n_batches:
+            self.bounds.append(min(n_batches, self.bounds[-1] + step))
+            step = min(step * 2, self.MOST)
+        self._chunks: dict[int, tuple[list[str], object, np.ndarray]] = {}
+        self._pending: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        # the next chunk is tokenized here while the model runs the current one's batches
+        self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="biaslens-tokenize")
+        self.texts = _ChunkTexts(self)
+
+    def __len__(self) -> int:
+        return self.bounds[-1]
+
+    def _make(self, c: int) -> tuple[list[str], object, np.ndarray]:
+        texts = self.todo[self.bounds[c] * self.size : self.bounds[c + 1] * self.size]
+        rows = self.backend.tokenize(texts)
+        return texts, rows, self.backend.order_rows(rows, texts)
+
+    def chunk(self, i: int) -> tuple[int, tuple[list[str], object, np.ndarray]]:
+        """(the chunk's first batch, its texts, rows and order) of batch ``i``, made once;
+        the chunk after it is then started ahead."""
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        c = int(np.searchsorted(self.bounds, i, side="right")) - 1
+        with self._lock:
+            made = self._chunks.get(c)
+            pending = self._pending.pop(c, None) if made is None else None
+        if made is None:
+            made = pending.result() if pending is not None else self._make(c)
+            with self._lock:
+                made = self._chunks.setdefault(c, made)
+                after = c + 1
+                if after < len(self.bounds) - 1 and after not in self._chunks and after not in self._pending:
+                    self._pending[after] = self._ahead.submit(self._make, after)
+                    if after == len(self.bounds) - 2:
+                        self._ahead.shutdown(wait=False)  # nothing more to start; the thread ends after it
+        return self.bounds[c], made
+
+    def __getitem__(self, i):  # type: ignore[override]  # batches are taken one at a time
+        first, (_, rows, order) = self.chunk(i)
+        j = i - first
+        return rows.take(order[j * self.size : (j + 1) * self.size])  # type: ignore[attr-defined]
+
+
+class _ChunkTexts(Sequence):
+    """The texts of each batch of a :class:`_ChunkedBatches`, in the order they are scored."""
+
+    def __init__(self, batches: _ChunkedBatches):
+        self.batches = batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        first, (texts, _, order) = self.batches.chunk(i)
+        j = i - first
+        return [texts[k] for k in order[j * self.batches.size : (j + 1) * self.batches.size].tolist()]
