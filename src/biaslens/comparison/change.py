@@ -6,7 +6,8 @@ bias regression gate ``--fail-on worse`` (:func:`gate`).
 
 A change is called only where the two runs measured the same thing
 (:func:`~biaslens.comparison.entries.run_differences`: dataset, phrase or prompt selection,
-decoding, scorer, perplexity definition) and only with its uncertainty: the suite's paired
+decoding, scorer, perplexity definition, and the items scored wherever a suite keys its items:
+a 400-pair sample is not all 1,508 CrowS-Pairs pairs) and only with its uncertainty: the suite's paired
 before/after test where it has one (generation bias: a paired jackknife over the prompts both
 runs share; CrowS-Pairs and WinoBias: item by item, :data:`PAIRED_HEADLINE_KEY`), else two 95%
 intervals that do not overlap
@@ -23,7 +24,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from biaslens.comparison.entries import Entry, finite_or_none, interval_change_verdict, run_differences
+from biaslens.comparison.entries import (
+    Entry,
+    differences_reason,
+    finite_or_none,
+    interval_change_verdict,
+    run_differences,
+)
 from biaslens.report import compare as report
 from biaslens.report.html import Section
 
@@ -117,7 +124,7 @@ def method_change(suite: str, before: Entry, after: Entry, paired: dict[str, Any
         row.update(verdict="not comparable",
                    reason=f"different headline metrics ({metric_name(hb, mb)} vs {metric_name(ha, ma)})")
     elif diffs := run_differences([before, after], suite):
-        row.update(verdict="not comparable", reason="the runs differ in " + ", ".join(d["what"] for d in diffs))
+        row.update(verdict="not comparable", reason=differences_reason(diffs))
     elif paired and paired.get("verdict") in ("went up", "went down", "no detectable change"):
         ci = paired.get("ci")
         level = paired.get("level") or 0.95

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.comparison.change import PAIRED_HEADLINE_KEY
-from biaslens.comparison.entries import Entry, finite_or_none, run_differences
+from biaslens.comparison.entries import Entry, differences_reason, finite_or_none, run_differences
 from biaslens.metrics.pair_preference import mean_difference
 from biaslens.report.html import Section, Table, interval_text
 from biaslens.rounding import estimate, p_text
@@ -86,7 +86,7 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         for e in have[1:]:
             other = None
             if diffs:
-                ch = {"verdict": "not comparable", "reason": "the runs differ in " + ", ".join(d["what"] for d in diffs)}
+                ch = {"verdict": "not comparable", "reason": differences_reason(diffs)}
             else:
                 other = _items(e, suite, table)
                 ch = (paired_change(base, other) if base is not None and other is not None else
