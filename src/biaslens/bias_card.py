@@ -73,7 +73,8 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
     return {"suite": method.suite, "title": method.title, "status": "complete",
             "verdict": metrics.get("verdict") or "no verdict (this method's metrics carry none)",
             "headline": head.get("name"), "value": head.get("value"), "ci_low": head.get("ci_low"),
-            "ci_high": head.get("ci_high"), "interval": head.get("interval"), "ideal": head.get("ideal"),
+            "ci_high": head.get("ci_high"), "interval": head.get("interval"), "level": head.get("level"),
+            "ideal": head.get("ideal"),
             # what the sentence reads the number against, where it is not the ideal (noise floor, chance level)
             "reference": head.get("reference"), "reference_label": head.get("reference_label"),
             "higher_is_better": head.get("higher_is_better"), "n_used": head.get("n_used"),

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "estimate", "fixed", "interval", "number", "pvalue", "p_text", "value_and_interval"]
+__all__ = ["decimals_for", "estimate", "fixed", "interval", "level_text", "number", "pvalue", "p_text",
+           "value_and_interval", "with_level"]
 
 
 def _finite(x: Any) -> bool:
@@ -118,3 +119,17 @@ def value_and_interval(value: Any, lo: Any = None, hi: Any = None, *, sig: int =
     if d is None:
         return (number(value, signed=signed) if _finite(value) else "–"), interval(lo, hi, sig=sig, signed=signed)
     return fixed(value, d, signed=signed), interval(lo, hi, signed=signed, decimals=d)
+
+
+def level_text(level: Any) -> str:
+    """An interval's coverage as printed beside it: 0.95 -> "95%", 0.9 -> "90%", 1 - 0.05/8 ->
+    "99.4%" (a Holm or Bonferroni step); None (an entry that records none) -> "95%"."""
+    if not _finite(level) or not 0 < level < 1:
+        return "95%"
+    pct = 100 * float(level)
+    return f"{pct:.0f}%" if abs(pct - round(pct)) < 1e-9 else f"{pct:.1f}%"
+
+
+def with_level(interval_text: str, level: Any) -> str:
+    """A table cell's interval with its coverage: "87 to 129 (90%)"; "–" stays "–"."""
+    return interval_text if interval_text in ("–", "") else f"{interval_text} ({level_text(level)})"

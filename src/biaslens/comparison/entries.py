@@ -108,7 +108,7 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     this is conservative (a test at about the 0.5% level), so "no detectable change" is not
     "no change". Without an interval on both sides there is no verdict at all.
     """
-    from biaslens.rounding import interval
+    from biaslens.rounding import interval, level_text
 
     b, a = finite_or_none(before.get("value")), finite_or_none(after.get("value"))
     if b is None or a is None:
@@ -120,7 +120,8 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     lo_b, hi_b, lo_a, hi_a = bounds
     word = "went down" if hi_a < lo_b else "went up" if lo_a > hi_b else "no detectable change"
     return {"verdict": word, "change": a - b,
-            "reason": f"95% intervals {interval(lo_b, hi_b)} before, {interval(lo_a, hi_a)} after"
+            "reason": f"{level_text(before.get('level'))} interval {interval(lo_b, hi_b)} before, "
+                      f"{level_text(after.get('level'))} interval {interval(lo_a, hi_a)} after"
                       + ("" if word == "no detectable change" else " do not overlap")}
 
 

@@ -21,7 +21,7 @@ from biaslens.comparison.change import PAIRED_HEADLINE_KEY
 from biaslens.comparison.entries import Entry, differences_reason, finite_or_none, run_differences
 from biaslens.metrics.pair_preference import mean_difference
 from biaslens.report.html import Section, Table, interval_text
-from biaslens.rounding import estimate, p_text
+from biaslens.rounding import estimate, p_text, with_level
 from biaslens.suites.base import SuiteComparison
 
 
@@ -75,7 +75,8 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         for e in have:
             for h in e.metrics[suite].get("entries") or []:
                 rows.append({"model": e.label, "metric": h.get("name"), "value": finite_or_none(h.get("value")),
-                             "95% CI": interval_text(h.get("ci_low"), h.get("ci_high")), "p": h.get("p_value"),
+                             "interval (level)": with_level(interval_text(h.get("ci_low"), h.get("ci_high")), h.get("level")),
+                             "p": h.get("p_value"),
                              "verdict": h.get("verdict") or "–", "n used": h.get("n_used")})
         heads = {e.label: (e.metrics[suite].get("entries") or [{}])[0] for e in have}
         out: dict[str, Any] = {"headline": {k: finite_or_none(h.get("value")) for k, h in heads.items()},

@@ -92,6 +92,10 @@ _CI = ("95% confidence interval: the range of values compatible with the data; a
 GLOSSARY: dict[str, tuple[str, str]] = {
     # shared statistics
     "95% CI": (_CI, "narrow; for a bias or a difference, containing 0"),
+    "interval (level)": ("The range of values compatible with the data, at the coverage printed beside it: 95% "
+                         "for most numbers, 90% for Full Gen Bias' permutation interval, higher where it is corrected "
+                         "for several tests (Holm's or Bonferroni's step); a wider interval means less certainty.",
+                         "narrow; for a bias or a difference, containing 0"),
     "simultaneous 95% CI": ("An interval made wider so that all the intervals of the table hold together 95% of "
                             "the time; valid for the largest gap picked out of many.", "containing 0"),
     "p": ("p-value: how often a difference at least this large would appear by chance if there were none. Small "
