@@ -159,6 +159,11 @@ def analyse(table: pd.DataFrame, *, headline: str = "per_token", n_boot: int = 2
             "rules": rules}
 
 
+def _x100(v: Any) -> float | None:
+    """A score or accuracy on the scale every BBQ surface prints (the paper's x100)."""
+    return None if v is None or not np.isfinite(float(v)) else 100 * float(v)
+
+
 def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
     """The pooled S_AMB first (the card's headline), then pooled S_DIS and accuracies, then S_AMB
     and S_DIS per category, each with its verdict as data."""
@@ -172,7 +177,8 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
         for s_key, name, n_key, cond in (("amb", "s_amb", "n_non_unknown_amb", "ambiguous"),
                                          ("dis", "s_dis", "n_non_unknown_dis", "disambiguated")):
             out.append(MetricEntry(
-                name=f"{name}{suffix}", value=r[name], ci_low=r[f"{name}_ci_low"], ci_high=r[f"{name}_ci_high"],
+                name=f"{name}{suffix}", value=_x100(r[name]), ci_low=_x100(r[f"{name}_ci_low"]),
+                ci_high=_x100(r[f"{name}_ci_high"]),
                 interval=f"95% bootstrap over {plural(r['n_templates'], 'template')} resampled whole"
                          + (" within each category" if pooled else "") + " (ratio and product recomputed per draw; "
                          "percentiles of draws widened by sqrt(k/(k-1)) t/z)",
@@ -180,18 +186,21 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
                 level=level, df=float(max(r["n_templates"] - (m if pooled else 1), 1)),
                 test=test if pooled else f"{test} ({plural(m, 'category', 'categories')})",
                 p_value=r[f"p_holm_{s_key}"],
-                detectable=r[f"detectable_{s_key}"], verdict=r[f"verdict_{s_key}"],
-                description=f"{r['group']}: bias score in {cond} contexts ({how}), over {r[n_key]} non-UNKNOWN "
+                detectable=_x100(r[f"detectable_{s_key}"]), verdict=r[f"verdict_{s_key}"],
+                description=f"{r['group']}: bias score x100 in {cond} contexts ({how}), over {r[n_key]} non-UNKNOWN "
                             f"answers of {r['n_items']} items"))
         if pooled:
             for name, cond in (("accuracy_ambiguous", "ambiguous"), ("accuracy_disambiguated", "disambiguated")):
                 out.append(MetricEntry(
-                    name=name, value=r[name], ci_low=r[f"{name}_ci_low"], ci_high=r[f"{name}_ci_high"],
-                    interval=f"95% percentile bootstrap over {plural(r['n_templates'], 'template')}",
-                    higher_is_better=True, ideal=1.0, n_used=r["n_items"],
+                    name=name, value=_x100(r[name]), ci_low=_x100(r[f"{name}_ci_low"]),
+                    ci_high=_x100(r[f"{name}_ci_high"]),
+                    interval=f"95% bootstrap over {plural(r['n_templates'], 'template')} (empirical-logit "
+                             "percentiles widened by sqrt(k/(k-1)) t/z: within 0 to 100)",
+                    higher_is_better=True, ideal=100.0,
+                    n_used=r.get(f"n_{cond}", r["n_items"]),
                     n_missing=r["n_unmapped"] + r["n_no_target"], level=level,
                     df=float(max(r["n_templates"] - m, 1)),
-                    description=f"accuracy in {cond} contexts, all categories ({how})"))
+                    description=f"accuracy in {cond} contexts, in %, all categories ({how})"))
     return out
 
 
