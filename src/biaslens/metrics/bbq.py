@@ -193,7 +193,8 @@ def accuracy_interval(correct: np.ndarray, n: np.ndarray, total_correct: float, 
     True
     """
     def elogit(c: Any, m: Any) -> np.ndarray:
-        return np.log((np.asarray(c, dtype=np.float64) + 0.5) / (np.asarray(m, dtype=np.float64) - c + 0.5))
+        out: np.ndarray = np.log((np.asarray(c, dtype=np.float64) + 0.5) / (np.asarray(m, dtype=np.float64) - c + 0.5))
+        return out
 
     ok = np.asarray(n, dtype=np.float64) > 0
     if not total_n or not ok.any():
