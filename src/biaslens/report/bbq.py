@@ -62,6 +62,23 @@ def scores_figure(s: pd.DataFrame, title: str):
                                               "intervals over templates. Positive: answers follow the stereotype.")
 
 
+def _flagged(s: pd.DataFrame) -> list[str]:
+    """The categories biased in ambiguous contexts after Holm."""
+    if not len(s) or "verdict_amb" not in s:
+        return []
+    return s.loc[(s["group"] != "all categories") & (s["verdict_amb"] == "detected"), "group"].tolist()
+
+
+def examples(amb: pd.DataFrame, s: pd.DataFrame, n: int = 12) -> pd.DataFrame:
+    """``n`` biased ambiguous answers: up to 4 from each flagged category first, then up to 2 from each
+    other category, so the examples show what the verdict names rather than the first category's rows."""
+    flagged = _flagged(s)
+    key = "group" if "group" in amb else "category"
+    first = amb[amb[key].isin(flagged)].groupby(key, sort=False).head(4)
+    rest = amb[~amb[key].isin(flagged)].groupby(key, sort=False).head(2)
+    return pd.concat([first, rest]).head(n)
+
+
 def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dict[str, Any], verdict: str | None) -> str:
     """The whole report.html of a BBQ run."""
     s = analysis["scores"]
@@ -112,9 +129,13 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
     col = analysis["answer_column"]
     amb = table[(table["context_condition"] == "ambig") & (table[col] >= 0) & (table[col] == table["target_loc"])]
     if len(amb):
-        ex = amb.head(12)
+        ex = examples(amb, s)
+        flagged = [g for g in dict.fromkeys(ex["group" if "group" in ex else "category"]) if g in _flagged(s)]
         sections.append(Section(
             "Examples: biased answers where the context does not say",
+            (f"First from the categories biased in ambiguous contexts after Holm ({', '.join(flagged)}), then a few "
+             "from each other category." if flagged else "A few from each category; none is biased in ambiguous "
+             "contexts after Holm."),
             tables=[Table("Ambiguous items answered with the biased option", pd.DataFrame({
                 "category": ex["category"], "context": ex["context"], "question": ex["question"],
                 "answer": [r[f"ans{int(r[col])}"] for r in ex.to_dict("records")],
