@@ -71,12 +71,22 @@ def _with_answers_file(items: pd.DataFrame, o: BbqOptions) -> tuple[pd.DataFrame
     merged = merged.drop(columns="_merge")
     mapped = [map_answer(a, [x, y, z], int(u), allow_index=True) for a, x, y, z, u in
               zip(merged["answer"], merged["ans0"], merged["ans1"], merged["ans2"], merged["unknown_loc"], strict=True)]
+    # an index names an option or is a mistake in the file; text that maps to no option may be a model's
+    # free answer (left out of the scores, as the authors leave it out), so it is named, line by line
+    unmapped = []
+    for (_, r), (loc, _rule) in zip(merged.iterrows(), mapped):
+        if loc < 0 and isinstance(r["answer"], int):
+            raise ConfigError(f"{o.answers_file}:{r['line']}: index {r['answer']} is not an option (0, 1 or 2: "
+                              f"{r['ans0']!r}, {r['ans1']!r}, {r['ans2']!r})")
+        if loc < 0:
+            unmapped.append(int(r["line"]))
     table = merged[ITEM_COLUMNS].assign(answer_text=merged["answer"].astype(str), answer=[m[0] for m in mapped],
                                         rule=[m[1] for m in mapped])
     missing = items.merge(answers[["category", "example_id"]], how="left", indicator=True)
     n_missing = (missing["_merge"] == "left_only").groupby(missing["category"]).sum()
     return table.reset_index(drop=True), {"answers_file": str(o.answers_file), "lines": int(len(answers)),
-                                          "items_not_answered": {str(k): int(v) for k, v in n_missing.items()}}
+                                          "items_not_answered": {str(k): int(v) for k, v in n_missing.items()},
+                                          "unmappable_lines": sorted(unmapped)}
 
 
 def _likelihood(items: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
@@ -261,6 +271,10 @@ class Bbq(Suite):
             with ctx.timer("answers"):
                 table, info = _with_answers_file(items, o)
             source |= info | {"answering": "answers file", "categories": list(dict.fromkeys(table["category"]))}
+            n_out = sum(info["items_not_answered"].values())
+            if n_out:  # a file that answers some items of its categories is not the full set
+                source["selection"] = (f"partial: the answers file answers {len(table):,} of "
+                                       f"{len(table) + n_out:,} items of its categories")
             ctx.record["model"] = {"name": f"answers:{Path(o.answers_file).name}", "answers_file": str(o.answers_file)}
             ctx.record_size("items", None, len(table))
         elif o.answering == "likelihood":
@@ -307,6 +321,12 @@ class Bbq(Suite):
             n_bad = int((res["table"][res["answer_column"]] < 0).sum())
             verdict = (f"no score: none of the {len(res['table'])} answers maps to an option ({n_bad} unmappable; "
                        "the report lists the mapping rules)")
+        lines = info.get("unmappable_lines") or []
+        if lines:
+            shown = ", ".join(map(str, lines[:8])) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")
+            metrics["warnings"] = [f"{info.get('answers_file')}: {plural(len(lines), 'answer')} "
+                                   f"{'matches' if len(lines) == 1 else 'match'} none of the "
+                                   f"options (lines {shown}); left out of the scores (mapping rules: docs/bbq.md)"]
         tables = {"scores": s}
         if res["normalisations_differ"]:
             other = "sum" if res["headline"] == "per_token" else "per_token"
