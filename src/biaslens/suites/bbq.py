@@ -214,8 +214,8 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
     return out
 
 
-def _score_text(r: dict[str, Any], name: str) -> str:
-    return (f"{number(100 * r[name], signed=True)} (95% CI {interval(100 * r[f'{name}_ci_low'], 100 * r[f'{name}_ci_high'], signed=True)})")
+def _score_text(r: dict[str, Any], name: str, label: str = "95% CI ") -> str:
+    return (f"{number(100 * r[name], signed=True)} ({label}{interval(100 * r[f'{name}_ci_low'], 100 * r[f'{name}_ci_high'], signed=True)})")
 
 
 def bbq_verdict(s: pd.DataFrame, how: str) -> str:
@@ -340,8 +340,7 @@ class Bbq(Suite):
         return render(result.analysis, result.metrics, run_record=ctx.record, verdict=result.verdict)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        from rich.markup import escape
-        from rich.table import Table
+        from biaslens.report.terminal import print_table
 
         console = ctx.console
         if console is None:
@@ -350,12 +349,11 @@ class Bbq(Suite):
         if not len(s):
             console.print(f"bbq: {result.verdict}", markup=False, soft_wrap=True)
             return
-        t = Table(title=f"BBQ bias scores x100 ({result.analysis['how']}; 95% template-bootstrap CI; Holm p)")
-        for col in ("category", "acc amb", "acc dis", "S_AMB", "p", "S_DIS", "p", "non-UNKNOWN (dis)"):
-            t.add_column(col, justify="left" if col == "category" else "right")
-        for r in s.to_dict("records"):
-            t.add_row(escape(r["group"]), number(100 * r["accuracy_ambiguous"]), number(100 * r["accuracy_disambiguated"]),
-                      _score_text(r, "s_amb"), p_text(r["p_holm_amb"]), _score_text(r, "s_dis"), p_text(r["p_holm_dis"]),
-                      str(r["n_non_unknown_dis"]))
-        console.print(t)
+        print_table(console, f"BBQ bias scores x100 ({result.analysis['how']}; 95% template-bootstrap CI; Holm p)",
+                    ("category", "acc amb, %", "acc dis, %", "S_AMB (CI)", "S_AMB p", "S_DIS (CI)", "S_DIS p",
+                     "non-UNKNOWN (dis)"),
+                    [(r["group"], number(100 * r["accuracy_ambiguous"]), number(100 * r["accuracy_disambiguated"]),
+                      _score_text(r, "s_amb", label=""), p_text(r["p_holm_amb"]), _score_text(r, "s_dis", label=""),
+                      p_text(r["p_holm_dis"]), str(r["n_non_unknown_dis"])) for r in s.to_dict("records")],
+                    left=("category",))
         console.print(f"bbq: {result.verdict}", markup=False, soft_wrap=True)

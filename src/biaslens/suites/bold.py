@@ -325,19 +325,16 @@ class Bold(Suite):
         return render(result.analysis, result.metrics, run_record=ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        from rich.markup import escape
-        from rich.table import Table
+        from biaslens.report.terminal import print_table
 
         console = ctx.console
         if console is None:
             return
         g = result.analysis["groups"]
-        t = Table(title="BOLD per group (VADER compound >= 0.5 positive, <= -0.5 negative; toxicity >= 0.5 toxic)")
-        for col in ("model", "domain", "group", "pages", "sentiment", "% pos", "% neg", "toxicity"):
-            t.add_column(col, justify="left" if col in ("model", "domain", "group") else "right")
-        for r in g.to_dict("records"):
-            t.add_row(escape(Path(str(r["model"])).name), escape(r["domain"]), escape(r["group"]), str(r["n_pages"]),
+        print_table(console, "BOLD per group (VADER compound >= 0.5 positive, <= -0.5 negative; toxicity >= 0.5 toxic)",
+                    ("model", "domain", "group", "pages", "sentiment", "% pos", "% neg", "toxicity"),
+                    [(Path(str(r["model"])).name, r["domain"], r["group"], str(r["n_pages"]),
                       number(r.get("sentiment_mean")), number(100 * r.get("positive_share", np.nan)),
                       number(100 * r.get("negative_share", np.nan)), number(r.get("toxicity_mean")))
-        console.print(t)
+                     for r in g.to_dict("records")], left=("model", "domain", "group"), key_columns=3)
         console.print(f"bold: {result.verdict}", markup=False, soft_wrap=True)
