@@ -57,3 +57,17 @@ def test_leaderboard_of_one_pair_is_grammatical():
     board = [{"model": "a"}, {"model": "b"}]
     text = _summary("bbq", board, pairs, [], [{"comparable": "yes"}] * 2)
     assert "the one pair" in text and "1 pairs" not in text
+
+
+def test_leaderboard_verdict_is_one_line_per_finding():
+    from biaslens.report.html import with_headline
+    from biaslens.report.leaderboard import verdict_lines
+
+    same = "no two of 2 models are distinguishable at 95% (the one pair)"
+    boards = [{"summary": f"{s}: {same}"} for s in ("bbq", "bold", "winobias")]
+    boards.append({"summary": "fairpair: cannot tell which models differ: the headlines have no interval"})
+    lines = verdict_lines(boards)
+    assert lines == [f"bbq, bold, winobias: {same}",
+                     "fairpair: cannot tell which models differ: the headlines have no interval"]
+    page = with_headline("<h1>t</h1>", lines)
+    assert page.count("<li>") == 2 and page.count(same) == 1

@@ -161,4 +161,16 @@ def render_leaderboard(result: dict[str, Any], boards: list[dict[str, Any]]) -> 
         warnings.append(f"the cards used different budgets ({budgets}): methods whose sizes differ are not comparable "
                         "across them and are not ranked together")
     page = render_report(title=f"Bias leaderboard: {n} models", run=run, sections=sections, warnings=warnings)
-    return with_headline(page, "; ".join(b["summary"] for b in boards))
+    return with_headline(page, verdict_lines(boards))
+
+
+def verdict_lines(boards: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct finding: methods whose sentences say the same after their name share
+    a line ("bbq, bold, winobias: no two of 2 models are distinguishable ..."), not ten repeats."""
+    by_text: dict[str, list[str]] = {}
+    for b in boards:
+        suite, _, rest = str(b["summary"]).partition(": ")
+        if not rest:
+            suite, rest = "", str(b["summary"])
+        by_text.setdefault(rest, []).append(suite)
+    return [f"{', '.join(s for s in suites if s)}: {rest}" if any(suites) else rest for rest, suites in by_text.items()]
