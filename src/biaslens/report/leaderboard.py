@@ -42,7 +42,10 @@ def _cell(c: dict[str, Any]) -> str:
     if c["value"] is None:
         return "no headline value"
     value, ci = value_and_interval(c["value"], c["ci_low"], c["ci_high"])  # as the card prints it
-    num = value + (f" [{ci.replace(' to ', ', ')}] {level_text(c.get('level'))}" if ci != "–" else " (no interval)")
+    # the level only where it is not 95% (Full Gen Bias' 90%): ten method columns must fit 1280 px
+    level = level_text(c.get("level"))
+    num = value + (f" [{ci.replace(' to ', ', ')}]" + ("" if level == "95%" else f" {level}") if ci != "–"
+                   else " (no interval)")
     return f"#{c['rank']} {num}" if c["comparable"] == "yes" else f"{num} {c['comparable']}"
 
 
@@ -52,12 +55,14 @@ def _names(names: list[str], n: int = 8) -> str:
 
 def overview_table(result: dict[str, Any], boards: list[dict[str, Any]]) -> Table:
     rows = []
+    one_budget = len({m["budget"] for m in result["models"]}) == 1  # then the intro names it, and a column would not fit
     for k, m in enumerate(result["models"]):
-        row = {"model": m["label"], "budget": m["budget"]}
+        row = {"model": m["label"]} if one_budget else {"model": m["label"], "budget": m["budget"]}
         for b in boards:
-            row[b["suite"]] = _cell(b["cells"][k])
+            # "holistic offensiveness": a header may break between the words (ten method columns fit 1280 px)
+            row[b["suite"].replace("-", " ")] = _cell(b["cells"][k])
         rows.append(row)
-    return Table("Headline per method: #rank value [interval] level", pd.DataFrame(rows),
+    return Table("Headline per method: #rank value [95% interval, or the level given]", pd.DataFrame(rows),
                  "Rank within each method among the comparable models (see each method's order rule below); a "
                  "lower rank is not a distinguishable difference unless the method's section says so.",
                  max_rows=len(rows))
