@@ -41,7 +41,7 @@ class CardMethod:
 def card_methods() -> tuple[CardMethod, ...]:
     """The methods on the card, in registry order: every suite in :data:`biaslens.suites.SUITES`
     that declares a ``card`` (:class:`biaslens.suites.base.CardSpec`: title, needs, sizes per
-    budget). "smoke" checks the wiring in about a minute; "default" gives verdicts worth reading
+    budget). "smoke" checks the wiring at small sizes; "default" gives verdicts worth reading
     in minutes on the embedded model on a 2-core CPU; "paper" uses each suite's own defaults."""
     from biaslens.suites import SUITES, suite_class
 

@@ -60,7 +60,7 @@ def _readable_help(group) -> None:
 
 app = typer.Typer(rich_markup_mode=None, cls=_ReadableHelp,
     name="biaslens",
-    help="Measure social bias in language models: HolisticBias, RedditBias, community bias, FairPair.\n\n"
+    help=f"Measure social bias in language models; methods: {', '.join(__import__('biaslens.suites.registry', fromlist=['x']).SUITES)}.\n\n"
          "With no arguments, `biaslens run` scores a stratified sample of HolisticBias on the embedded "
          "model (SmolLM2-135M, offline) and writes a Likelihood Bias report.",
     no_args_is_help=True,
@@ -71,6 +71,7 @@ dataset_app = typer.Typer(rich_markup_mode=None, help="Build and export datasets
 cache_app = typer.Typer(rich_markup_mode=None, help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
 __import__("biaslens.cli.export", fromlist=["x"]).register_dataset_commands(dataset_app)
+__import__("biaslens.cli.export", fromlist=["x"]).register_shipped_tables(dataset_app)
 app.add_typer(cache_app, name="cache")
 app.add_typer(debias_app, name="debias")
 app.command("compare")(compare_command)
