@@ -11,7 +11,8 @@
   scroll a wider table, no machine column name (``ci_low``) is shown, and the page ends with a
   glossary holding an entry for every metric it shows (the card page too).
 
-Skips with a reason when ``chromium`` is not installed (``.ci/run`` installs Debian's).
+Skips with a reason when ``chromium`` is not installed (``scripts/setup.sh --test`` installs Debian's when run
+as root, as ``.ci/run`` does; the reason says how).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ import pytest
 from biaslens.api import run
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does it)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=(
+    "chromium is not installed: 'sudo apt-get install chromium' (scripts/setup.sh --test does it when run as root, "
+    "as .ci/run does)"))
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
