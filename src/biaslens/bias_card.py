@@ -41,7 +41,7 @@ class CardMethod:
 def card_methods() -> tuple[CardMethod, ...]:
     """The methods on the card, in registry order: every suite in :data:`biaslens.suites.SUITES`
     that declares a ``card`` (:class:`biaslens.suites.base.CardSpec`: title, needs, sizes per
-    budget). "smoke" checks the wiring in about a minute; "default" gives verdicts worth reading
+    budget). "smoke" checks the wiring at small sizes; "default" gives verdicts worth reading
     in minutes on the embedded model on a 2-core CPU; "paper" uses each suite's own defaults."""
     from biaslens.suites import SUITES, suite_class
 
@@ -73,7 +73,8 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
     return {"suite": method.suite, "title": method.title, "status": "complete",
             "verdict": metrics.get("verdict") or "no verdict (this method's metrics carry none)",
             "headline": head.get("name"), "value": head.get("value"), "ci_low": head.get("ci_low"),
-            "ci_high": head.get("ci_high"), "interval": head.get("interval"), "ideal": head.get("ideal"),
+            "ci_high": head.get("ci_high"), "interval": head.get("interval"), "level": head.get("level"),
+            "ideal": head.get("ideal"),
             # what the sentence reads the number against, where it is not the ideal (noise floor, chance level)
             "reference": head.get("reference"), "reference_label": head.get("reference_label"),
             "higher_is_better": head.get("higher_is_better"), "n_used": head.get("n_used"),

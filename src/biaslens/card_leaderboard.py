@@ -405,8 +405,8 @@ def _summary(suite: str, board: list[dict], pairs: pd.DataFrame, no_interval: li
     k = int(pairs["distinguishable"].sum())
     gap = f", {len(no_interval)} model(s) without a usable interval or sample size left out (cannot tell)" if no_interval else ""
     if k == 0:
-        return (f"{suite}: no two of {len(board)} models are distinguishable at 95% "
-                f"(simultaneous over {m} pairs){gap}{tail}")
+        over = "the one pair" if m == 1 else f"simultaneous over {m} pairs"
+        return f"{suite}: no two of {len(board)} models are distinguishable at 95% ({over}){gap}{tail}"
     return (f"{suite}: {k} of {m} pairs distinguishable at 95% (simultaneous, Bonferroni); first in order: "
             f"{board[0]['model']} {_rounded(board[0])}{gap}{tail}")
 

@@ -24,6 +24,17 @@ METRICS_SCHEMA_VERSION = 3
 NO_SKILL_NOTE = "judge without measured skill"
 
 
+#: a verdict as a reader reads it (the JSON keeps the identifiers)
+VERDICT_WORDS = {"detected": "detected", "not_detected": "not detected", "cannot_tell": "cannot tell"}
+
+
+def verdict_words(verdict: Any) -> str:
+    """``"not_detected"`` -> ``"not detected"``; anything else as it is ("–" for none)."""
+    if verdict is None or verdict != verdict:
+        return "–"
+    return VERDICT_WORDS.get(str(verdict), str(verdict))
+
+
 class MetricEntry(BaseModel):
     """One number a suite reports, with what a reader needs to trust it."""
 

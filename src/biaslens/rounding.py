@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "estimate", "fixed", "interval", "number", "pvalue", "p_text", "value_and_interval"]
+__all__ = ["decimals_for", "estimate", "fixed", "interval", "level_text", "number", "pvalue", "p_text",
+           "value_and_interval", "with_level"]
 
 
 def _finite(x: Any) -> bool:
@@ -61,12 +62,15 @@ def number(x: Any, sig: int = 3, *, signed: bool = False) -> str:
 
 def pvalue(p: Any) -> str:
     """A p-value to 2 significant figures, "< 0.001" below 0.001: 0.16569986 -> "0.17",
-    0.0499 -> "0.050", 0.00042 -> "< 0.001", 1.0 -> "1.0"."""
+    0.0499 -> "0.0499" (below 0.05, so never "0.050"), 0.0501 -> "0.050", 0.00042 -> "< 0.001", 1.0 -> "1.0"."""
     if not _finite(p):
         return "–"
     if p < 0.001:
         return "< 0.001"
-    return number(min(float(p), 1.0), 2)
+    text = number(min(float(p), 1.0), 2)
+    if float(text) >= 0.05 > p:  # 0.0498 is below 0.05: it must not print as 0.050
+        text = number(float(p), 3)
+    return text
 
 
 def p_text(p: Any) -> str:
@@ -81,18 +85,31 @@ def _places(lo: Any, hi: Any, sig: int) -> int | None:
     return None
 
 
-def interval(lo: Any, hi: Any, *, sig: int = 2, signed: bool = False, decimals: int | None = None) -> str:
-    """"0.67 to 0.82": both ends to the interval's precision ("–" when an end is missing)."""
+def _end(x: Any, d: int, avoid: tuple[float, ...], signed: bool) -> str:
+    """One end of an interval to ``d`` places, or more where it would round onto a value in
+    ``avoid`` (0, an ideal of 50) that it is not: an interval that excludes 0 never prints 0 at its
+    edge ("-0.71 to -0.004", not "-0.71 to +0.00"; "50.4 to 75" beside an ideal of 50, not "50")."""
+    for _ in range(6):
+        if not any(x != a and float(fixed(x, d)) == a for a in avoid):
+            break
+        d += 1
+    return fixed(x, d, signed=signed)
+
+
+def interval(lo: Any, hi: Any, *, sig: int = 2, signed: bool = False, decimals: int | None = None,
+             avoid: tuple[float, ...] = (0.0,)) -> str:
+    """"0.67 to 0.82": both ends to the interval's precision ("–" when an end is missing); more
+    places where an end would round onto a value in ``avoid`` that it is not."""
     if not (_finite(lo) and _finite(hi)):
         return "–"
     d = decimals if decimals is not None else _places(lo, hi, sig)
     if d is None:  # a zero-width interval: nothing to set the precision, 3 significant figures
         return f"{number(lo, signed=signed)} to {number(hi, signed=signed)}"
-    return f"{fixed(lo, d, signed=signed)} to {fixed(hi, d, signed=signed)}"
+    return f"{_end(lo, d, avoid, signed)} to {_end(hi, d, avoid, signed)}"
 
 
 def estimate(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2, signed: bool = False,
-             label: str = "95% CI", unit: str = "") -> str:
+             label: str = "95% CI", unit: str = "", avoid: tuple[float, ...] = (0.0,)) -> str:
     """An estimate with its interval, all three rounded to the interval's precision:
     ``estimate(0.7581, 0.6712, 0.8234) == "0.76 (95% CI 0.67 to 0.82)"``; ``unit`` follows each
     number (``estimate(58.61, 56.1, 61.2, unit="%") == "58.6% (95% CI 56.1% to 61.2%)"``). Without
@@ -104,17 +121,32 @@ def estimate(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2, signed
         return number(value, signed=signed) + unit
     prefix = f"{label} " if label else ""
     if unit:
-        return (f"{fixed(value, d, signed=signed)}{unit} ({prefix}{fixed(lo, d, signed=signed)}{unit} to "
-                f"{fixed(hi, d, signed=signed)}{unit})")
-    return f"{fixed(value, d, signed=signed)} ({prefix}{interval(lo, hi, signed=signed, decimals=d)})"
+        return (f"{fixed(value, d, signed=signed)}{unit} ({prefix}{_end(lo, d, avoid, signed)}{unit} to "
+                f"{_end(hi, d, avoid, signed)}{unit})")
+    return f"{fixed(value, d, signed=signed)} ({prefix}{interval(lo, hi, signed=signed, decimals=d, avoid=avoid)})"
 
 
 def value_and_interval(value: Any, lo: Any = None, hi: Any = None, *, sig: int = 2,
-                       signed: bool = False) -> tuple[str, str]:
+                       signed: bool = False, avoid: tuple[float, ...] = (0.0,)) -> tuple[str, str]:
     """The value and its interval as two table cells, both to the interval's precision, so that
     a table shows the number a sentence says: ``value_and_interval(105.3, 75.8, 190.5) ==
     ("110", "80 to 190")``. Without an interval the value to 3 significant figures and "–"."""
     d = _places(lo, hi, sig) if _finite(value) else None
     if d is None:
-        return (number(value, signed=signed) if _finite(value) else "–"), interval(lo, hi, sig=sig, signed=signed)
-    return fixed(value, d, signed=signed), interval(lo, hi, signed=signed, decimals=d)
+        return (number(value, signed=signed) if _finite(value) else "–"), interval(lo, hi, sig=sig, signed=signed,
+                                                                                    avoid=avoid)
+    return fixed(value, d, signed=signed), interval(lo, hi, signed=signed, decimals=d, avoid=avoid)
+
+
+def level_text(level: Any) -> str:
+    """An interval's coverage as printed beside it: 0.95 -> "95%", 0.9 -> "90%", 1 - 0.05/8 ->
+    "99.4%" (a Holm or Bonferroni step); None (an entry that records none) -> "95%"."""
+    if not _finite(level) or not 0 < level < 1:
+        return "95%"
+    pct = 100 * float(level)
+    return f"{pct:.0f}%" if abs(pct - round(pct)) < 1e-9 else f"{pct:.1f}%"
+
+
+def with_level(interval_text: str, level: Any) -> str:
+    """A table cell's interval with its coverage: "87 to 129 (90%)"; "–" stays "–"."""
+    return interval_text if interval_text in ("–", "") else f"{interval_text} ({level_text(level)})"

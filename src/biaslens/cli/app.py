@@ -60,7 +60,7 @@ def _readable_help(group) -> None:
 
 app = typer.Typer(rich_markup_mode=None, cls=_ReadableHelp,
     name="biaslens",
-    help="Measure social bias in language models: HolisticBias, RedditBias, community bias, FairPair.\n\n"
+    help=f"Measure social bias in language models; methods: {', '.join(__import__('biaslens.suites.registry', fromlist=['x']).SUITES)}.\n\n"
          "With no arguments, `biaslens run` scores a stratified sample of HolisticBias on the embedded "
          "model (SmolLM2-135M, offline) and writes a Likelihood Bias report.",
     no_args_is_help=True,
@@ -71,6 +71,7 @@ dataset_app = typer.Typer(rich_markup_mode=None, help="Build and export datasets
 cache_app = typer.Typer(rich_markup_mode=None, help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
 __import__("biaslens.cli.export", fromlist=["x"]).register_dataset_commands(dataset_app)
+__import__("biaslens.cli.export", fromlist=["x"]).register_shipped_tables(dataset_app)
 app.add_typer(cache_app, name="cache")
 app.add_typer(debias_app, name="debias")
 app.command("compare")(compare_command)
@@ -128,11 +129,31 @@ def _run(a: dict):
         # --from-lm-eval: the run is named after, and records, the model lm-eval scored
         base["model"] = {"name": lm_eval_tokenizer}
     cfg = load_config(RunConfig, RUN_FLAGS, a, base=base or None)
+    _flags_of_other_suites(cfg.suite, a)
     if a.get(LM_EVAL_SAMPLES_FLAG) is not None and cfg.suite not in ("holistic-likelihood", "redditbias", "crows-pairs"):
         from biaslens.config import ConfigError
 
         raise ConfigError(f"--from-lm-eval/--tokenizer: for holistic-likelihood, redditbias and crows-pairs, not {cfg.suite}")
     return api_run(cfg, console=console, results_console=a["results_console"])
+
+
+def _flags_of_other_suites(suite: str, a: dict) -> None:
+    """A flag of another suite's own section (``run winogender --winobias-types 1``) is an error
+    naming the suite it belongs to, not a setting quietly ignored."""
+    from biaslens.config import ConfigError, suite_sections
+    from biaslens.options import overrides_from_flags
+    from biaslens.suites.registry import SUITES
+
+    # a section named after its suite belongs to that suite alone (the shared generation and
+    # likelihood sections serve several)
+    owned = {sec: name for name in SUITES if (sec := name.replace("-", "_")) in suite_sections()}
+    for spec in RUN_FLAGS:
+        if not overrides_from_flags([spec], a):
+            continue  # not given
+        owners = {owned.get(path[0]) for path in spec.paths}
+        if None not in owners and suite not in owners:
+            raise ConfigError(f"{spec.flags[0]}: an option of {' and '.join(sorted(owners))}, not of {suite} "  # type: ignore[arg-type]
+                              f"(e.g. biaslens run {sorted(owners)[0]} {spec.flags[0]} ...)")  # type: ignore[type-var]
 
 
 #: the flags of `run`: one per field of RunConfig and of every suite's options (biaslens.options)

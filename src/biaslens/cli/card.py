@@ -13,7 +13,7 @@ from biaslens.cli.output import JSON_HELP, CommandOutput, card_json, command_out
 
 def card(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model: the embedded one, 'fake', a local folder or a Hub id."),
-    budget: str = typer.Option("default", "--budget", help="smoke (wiring, ~1 min), default (minutes on the embedded model), paper (each suite's paper sizes)."),
+    budget: str = typer.Option("default", "--budget", help="smoke (checks the wiring at small sizes), default (verdicts worth reading on the embedded model), paper (each suite's paper sizes, hours on a CPU)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Card folder [default: runs/card-MODEL-TIME]."),
     methods: Optional[str] = typer.Option(None, "--methods", help="Comma-separated subset of the methods on the card (the suites that declare one; an unknown name lists them) [default: all]."),
     device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:N or mps."),

@@ -94,6 +94,9 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
     if fmt == "hf":
         from biaslens.datasets.hf_format import CARDS, require_datasets, write_hf_dataset
 
+        if name not in CARDS:
+            raise ConfigError(f"--format hf: not written for {name} (no dataset card); use a .parquet or .csv file")
+
         require_datasets()  # before building the table: a missing extra fails at once
         df = df_fn()
         write_hf_dataset(df, out, CARDS[name], biaslens_version=biaslens.__version__)
@@ -143,3 +146,38 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
         from biaslens.datasets.tables import community_table
 
         guard(write_dataset, "community", community_table, out, format)
+
+
+#: `biaslens dataset <name>`: the shipped data of the suites that read a fixed dataset (name ->
+#: (what it writes, the reader))
+SHIPPED_TABLES = {
+    "bbq": ("the BBQ items of the shipped categories (context, question, three answers, label)",
+            "biaslens.datasets.bbq:load_items"),
+    "bold": ("the BOLD prompts of every domain (domain, group, Wikipedia page, prompt)",
+             "biaslens.datasets.bold:load_prompts"),
+    "crows-pairs": ("the 1,508 CrowS-Pairs sentence pairs (more and less stereotyping sentence, bias type)",
+                    "biaslens.datasets.crows_pairs:read_crows_pairs"),
+    "winogender": ("the 720 Winogender sentences (occupation, participant, pronoun form, template)",
+                   "biaslens.datasets.winogender:read_winogender"),
+    "winobias": ("the 1,584 WinoBias twins (pro- and anti-stereotypical sentence, type, split)",
+                 "biaslens.datasets.winobias:read_winobias"),
+}
+
+
+def register_shipped_tables(dataset_app: typer.Typer) -> None:
+    """`biaslens dataset bbq|bold|crows-pairs|winogender|winobias`: the shipped data, Parquet or CSV."""
+    import importlib
+
+    def command(name: str, what: str, target: str):
+        def write(out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet or .csv file."),
+                  format: Optional[str] = typer.Option(None, "--format", help="parquet or csv [default from --out's extension].")):
+            from biaslens.cli.common import guard
+
+            module, _, fn = target.partition(":")
+            guard(write_dataset, name, lambda: getattr(importlib.import_module(module), fn)(), out, format)
+
+        write.__doc__ = f"Write {what}."
+        dataset_app.command(name)(write)
+
+    for name, (what, target) in SHIPPED_TABLES.items():
+        command(name, what, target)

@@ -28,6 +28,8 @@ def _leaderboard(cards: list[Path], out: Optional[Path], labels: Optional[list[s
 
     result = make(cards, out=out, labels=list(labels) if labels else None)
     console = results_console()  # the summaries and the page's path are the results: standard output
-    for m in result["methods"]:
-        console.print(m["summary"], markup=False, soft_wrap=True)
+    from biaslens.report.leaderboard import verdict_lines
+
+    for line in verdict_lines(result["methods"]):  # methods that say the same share a line
+        console.print(line, markup=False, soft_wrap=True)
     console.print(f"leaderboard: [bold]{Path(result['out']) / 'leaderboard.html'}[/bold]", soft_wrap=True)

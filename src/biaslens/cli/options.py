@@ -88,8 +88,9 @@ def name_flags(message: str, specs: list[FlagSpec]) -> str:
     by_path = {".".join(p): s.flags[0] for s in specs for p in s.paths}
 
     def flag(m: re.Match) -> str:
-        if m.group(1) not in by_path:
-            return m.group(0)
-        return by_path[m.group(1)]
+        path = m.group(1)
+        while path not in by_path and re.search(r"\.\d+$", path):  # 'winobias.types.0': an item of a list flag
+            path = path.rsplit(".", 1)[0]
+        return by_path.get(path, m.group(0))
 
     return re.sub(r"^flags: field '([\w.]+)'", flag, message, flags=re.M)

@@ -6,7 +6,8 @@ bias regression gate ``--fail-on worse`` (:func:`gate`).
 
 A change is called only where the two runs measured the same thing
 (:func:`~biaslens.comparison.entries.run_differences`: dataset, phrase or prompt selection,
-decoding, scorer, perplexity definition) and only with its uncertainty: the suite's paired
+decoding, scorer, perplexity definition, and the items scored wherever a suite keys its items:
+a 400-pair sample is not all 1,508 CrowS-Pairs pairs) and only with its uncertainty: the suite's paired
 before/after test where it has one (generation bias: a paired jackknife over the prompts both
 runs share; CrowS-Pairs and WinoBias: item by item, :data:`PAIRED_HEADLINE_KEY`), else two 95%
 intervals that do not overlap
@@ -23,7 +24,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from biaslens.comparison.entries import Entry, finite_or_none, interval_change_verdict, run_differences
+from biaslens.comparison.entries import (
+    Entry,
+    differences_reason,
+    finite_or_none,
+    interval_change_verdict,
+    run_differences,
+)
 from biaslens.report import compare as report
 from biaslens.report.html import Section
 
@@ -101,7 +108,7 @@ def method_change(suite: str, before: Entry, after: Entry, paired: dict[str, Any
     down, no detectable change, not comparable, no verdict), ``reason``, ``outcome`` (worse,
     better, ...), both values and intervals. ``paired``: the suite's own paired verdict
     (``verdict``, ``change``, ``ci``), used instead of the intervals' overlap."""
-    from biaslens.rounding import interval
+    from biaslens.rounding import interval, level_text
 
     mb, ma = before.metrics.get(suite) or {}, after.metrics.get(suite) or {}
     hb, ha = headline(mb), headline(ma)
@@ -109,6 +116,7 @@ def method_change(suite: str, before: Entry, after: Entry, paired: dict[str, Any
         "suite": suite, "model": after.label, "headline": metric_name(hb, mb),
         "before": finite_or_none(hb.get("value")), "before_ci": [finite_or_none(hb.get("ci_low")), finite_or_none(hb.get("ci_high"))],
         "after": finite_or_none(ha.get("value")), "after_ci": [finite_or_none(ha.get("ci_low")), finite_or_none(ha.get("ci_high"))],
+        "before_level": finite_or_none(hb.get("level")), "after_level": finite_or_none(ha.get("level")),
         "higher_is_better": hb.get("higher_is_better"), "ideal": finite_or_none(hb.get("ideal"))}
     if not hb or not ha:
         row.update(verdict="not comparable", reason="no headline entry in " + ("both runs" if not (hb or ha) else
@@ -117,11 +125,10 @@ def method_change(suite: str, before: Entry, after: Entry, paired: dict[str, Any
         row.update(verdict="not comparable",
                    reason=f"different headline metrics ({metric_name(hb, mb)} vs {metric_name(ha, ma)})")
     elif diffs := run_differences([before, after], suite):
-        row.update(verdict="not comparable", reason="the runs differ in " + ", ".join(d["what"] for d in diffs))
+        row.update(verdict="not comparable", reason=differences_reason(diffs))
     elif paired and paired.get("verdict") in ("went up", "went down", "no detectable change"):
         ci = paired.get("ci")
-        level = paired.get("level") or 0.95
-        said = f"{level:.0%}" if round(level, 2) == level else f"{level:.1%}"
+        said = level_text(paired.get("level"))
         reason = (paired.get("reason") or "paired comparison over the items both runs share")
         row.update(verdict=paired["verdict"], change=paired.get("change"), change_ci=ci,
                    reason=(f"{reason}, {said} CI of the change {interval(ci[0], ci[1], signed=True)}" if ci
@@ -141,7 +148,7 @@ def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], d
     (``metrics.json`` ``entries[0]``) per model, each against the first model
     (:func:`method_change`: refused where the runs measured different
     things, else two 95% intervals that do not overlap)."""
-    from biaslens.rounding import value_and_interval
+    from biaslens.rounding import value_and_interval, with_level
 
     have = [e for e in entries if suite in e.runs]
     if not have:
@@ -152,7 +159,8 @@ def headline_section(entries: list[Entry], suite: str) -> tuple[list[Section], d
     for e in have:
         h = heads[e.label]
         value, ci = value_and_interval(h.get("value"), h.get("ci_low"), h.get("ci_high"))
-        row = {"model": e.label, "metric": metric_name(h, e.metrics.get(suite)), "value": value, "95% CI": ci,
+        row = {"model": e.label, "metric": metric_name(h, e.metrics.get(suite)), "value": value,
+               "interval (level)": with_level(ci, h.get("level")),
                "n used": h.get("n_used")}
         if e is first:
             verdict = {"verdict": "reference", "reason": "the first model"}
@@ -184,23 +192,25 @@ class GateResult:
 
     def as_dict(self) -> dict[str, Any]:
         """The decision as JSON (``--json``'s ``gate`` field)."""
-        keys = ("suite", "model", "headline", "outcome", "verdict", "reason", "before", "before_ci", "after", "after_ci")
+        keys = ("suite", "model", "headline", "outcome", "verdict", "reason", "before", "before_ci", "before_level",
+                "after", "after_ci", "after_level")
         return {"fail_on": "worse", "exit_code": self.exit_code,
                 "result": {0: "pass", 1: "worse", 2: "not comparable"}[self.exit_code],
                 "methods": [{k: m.get(k) for k in keys} for m in self.methods]}
 
 
 def _line(m: dict[str, Any]) -> str:
-    from biaslens.rounding import estimate
+    from biaslens.rounding import estimate, level_text
 
-    def said(v, ci):
-        return estimate(v, *(ci or [None, None])) if v is not None else "no value"
+    def said(v, ci, level):
+        return estimate(v, *(ci or [None, None]), label=f"{level_text(level)} CI") if v is not None else "no value"
 
     what = f"{m['suite']} {m.get('headline') or 'headline'}"
     if m.get("model") not in (None, "after"):
         what += f" of {m['model']}"
     if m["outcome"] in ("worse", "better", "no detectable change") and m.get("before") is not None:
-        numbers = f"{said(m['before'], m.get('before_ci'))} -> {said(m['after'], m.get('after_ci'))}"
+        numbers = (f"{said(m['before'], m.get('before_ci'), m.get('before_level'))} -> "
+                   f"{said(m['after'], m.get('after_ci'), m.get('after_level'))}")
         return f"{m['outcome']}: {what} {numbers}" + (f"; {m['reason']}" if m.get("reason") else "")
     return f"{m['outcome']}: {what}" + (f" ({m['reason']})" if m.get("reason") else "")
 

@@ -9,6 +9,7 @@ puts the page together.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,7 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     this is conservative (a test at about the 0.5% level), so "no detectable change" is not
     "no change". Without an interval on both sides there is no verdict at all.
     """
-    from biaslens.rounding import interval
+    from biaslens.rounding import interval, level_text
 
     b, a = finite_or_none(before.get("value")), finite_or_none(after.get("value"))
     if b is None or a is None:
@@ -119,7 +120,8 @@ def interval_change_verdict(before: dict[str, Any], after: dict[str, Any]) -> di
     lo_b, hi_b, lo_a, hi_a = bounds
     word = "went down" if hi_a < lo_b else "went up" if lo_a > hi_b else "no detectable change"
     return {"verdict": word, "change": a - b,
-            "reason": f"95% intervals {interval(lo_b, hi_b)} before, {interval(lo_a, hi_a)} after"
+            "reason": f"{level_text(before.get('level'))} interval {interval(lo_b, hi_b)} before, "
+                      f"{level_text(after.get('level'))} interval {interval(lo_a, hi_a)} after"
                       + ("" if word == "no detectable change" else " do not overlap")}
 
 
@@ -180,9 +182,51 @@ def run_identity(record: dict[str, Any], suite: str | None = None) -> dict[str, 
     }
 
 
+#: the :func:`run_differences` row of two runs that scored different items
+ITEMS_DIFFER = "items scored"
+
+
+@functools.lru_cache(maxsize=64)
+def _item_keys(path: str, mtime_ns: int) -> frozenset[str] | None:
+    import pyarrow.parquet as pq
+
+    try:
+        if "item" not in pq.read_schema(path).names:
+            return None
+        return frozenset(map(str, pq.read_table(path, columns=["item"]).column("item").to_pylist()))
+    except (OSError, ValueError):
+        return None
+
+
+def item_keys(run: Path, suite: str) -> frozenset[str] | None:
+    """The keys of the items a run scored: the ``item`` column of its suite's main table
+    (``Suite.main_table``), None where the suite keeps no per-item key (or the table is missing)."""
+    from biaslens.suites import SUITES, suite_class
+
+    table = suite_class(suite).main_table if suite in SUITES else None
+    path = Path(run) / f"{table}.parquet"
+    if table is None or not path.is_file():
+        return None
+    return _item_keys(str(path), path.stat().st_mtime_ns)
+
+
+def _item_difference(have: list[Entry], suite: str) -> dict[str, Any] | None:
+    """The row of :func:`run_differences` for runs whose item sets differ (a 400-pair sample
+    against all 1,508 CrowS-Pairs pairs; one WinoBias type against both): their numbers are
+    different measurements, and a paired change over the items they share would hide that."""
+    keys = [item_keys(e.runs[suite], suite) for e in have]
+    if any(k is None for k in keys) or len(set(keys)) == 1:
+        return None
+    shared = frozenset.intersection(*keys)  # type: ignore[arg-type]
+    counts = " against ".join(f"{len(k):,}" for k in keys)  # type: ignore[arg-type]
+    return {"suite": suite, "what": ITEMS_DIFFER, "detail": f"{counts}, {len(shared):,} in both",
+            **{e.label: f"{len(k):,} items" for e, k in zip(have, keys)}}  # type: ignore[arg-type]
+
+
 def run_differences(entries: list[Entry], suite: str | None = None) -> list[dict[str, Any]]:
     """Every identity field (:func:`run_identity`) whose value differs between the entries'
-    runs of a suite (all suites when None): one row per (suite, field), one column per entry."""
+    runs of a suite (all suites when None), and the items they scored where the suite keeps a key
+    per item (:func:`item_keys`): one row per (suite, field), one column per entry."""
     rows = []
     suites = [suite] if suite else sorted({k for e in entries for k in e.runs if not k.startswith("downstream")})
     for name in suites:
@@ -194,7 +238,15 @@ def run_differences(entries: list[Entry], suite: str | None = None) -> list[dict
             values = [json.dumps(i.get(field_name), sort_keys=True, default=str) for i in ids]
             if len(set(values)) > 1:
                 rows.append({"suite": name, "what": field_name, **{e.label: v for e, v in zip(have, values)}})
+        if (items := _item_difference(have, name)) is not None:
+            rows.append(items)
     return rows
+
+
+def differences_reason(diffs: list[dict[str, Any]]) -> str:
+    """Why runs with these :func:`run_differences` rows are not comparable, in words."""
+    return "the runs differ in " + "; ".join(d["what"] + (f": {d['detail']}" if d.get("detail") else "")
+                                              for d in diffs)
 
 
 def default_compare_out(args: list[str | Path]) -> Path:

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from biaslens.comparison.change import PAIRED_HEADLINE_KEY
-from biaslens.comparison.entries import Entry, finite_or_none, run_differences
+from biaslens.comparison.entries import Entry, differences_reason, finite_or_none, run_differences
 from biaslens.metrics.pair_preference import mean_difference
 from biaslens.report.html import Section, Table, interval_text
-from biaslens.rounding import estimate, p_text
+from biaslens.results import verdict_words
+from biaslens.rounding import estimate, p_text, with_level
 from biaslens.suites.base import SuiteComparison
 
 
@@ -75,8 +76,9 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         for e in have:
             for h in e.metrics[suite].get("entries") or []:
                 rows.append({"model": e.label, "metric": h.get("name"), "value": finite_or_none(h.get("value")),
-                             "95% CI": interval_text(h.get("ci_low"), h.get("ci_high")), "p": h.get("p_value"),
-                             "verdict": h.get("verdict") or "–", "n used": h.get("n_used")})
+                             "interval (level)": with_level(interval_text(h.get("ci_low"), h.get("ci_high")), h.get("level")),
+                             "p": h.get("p_value"),
+                             "verdict": verdict_words(h.get("verdict")), "n used": h.get("n_used")})
         heads = {e.label: (e.metrics[suite].get("entries") or [{}])[0] for e in have}
         out: dict[str, Any] = {"headline": {k: finite_or_none(h.get("value")) for k, h in heads.items()},
                                "headline_name": next(iter(heads.values())).get("name"), "change": {}}
@@ -86,7 +88,7 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         for e in have[1:]:
             other = None
             if diffs:
-                ch = {"verdict": "not comparable", "reason": "the runs differ in " + ", ".join(d["what"] for d in diffs)}
+                ch = {"verdict": "not comparable", "reason": differences_reason(diffs)}
             else:
                 other = _items(e, suite, table)
                 ch = (paired_change(base, other) if base is not None and other is not None else

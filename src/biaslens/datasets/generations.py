@@ -107,13 +107,32 @@ def _table_rows(path: Path, kind: str) -> Iterator[_Row]:
     except Exception as e:  # noqa: BLE001 - pandas/pyarrow raise many types for a malformed file
         raise GenerationsFileError(f"{path}: cannot read as {kind.upper() if kind == 'csv' else 'Parquet'} "
                                    f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    lines = _csv_lines(path, sep) if kind == "csv" else None
     for i, obj in enumerate(df.to_dict("records"), start=1):
         given = {str(k): v for k, v in obj.items() if v is not None and v != ""}
         if not any(f in given for f in RESPONSE_FIELDS):  # an empty response is a response, if it is the only one
             empty = next((f for f in RESPONSE_FIELDS if obj.get(f) == ""), None)
             if empty:
                 given[empty] = ""
-        yield f"{path}: row {i}", i, given
+        if lines is not None and i <= len(lines):  # the file's line, which an editor shows
+            yield f"{path}:{lines[i - 1]}", lines[i - 1], given
+        else:
+            yield f"{path}: row {i}", i, given
+
+
+def _csv_lines(path: Path, sep: str) -> list[int]:
+    """The line each data record of a CSV file starts on (the header is line 1; a quoted cell may
+    span lines, blank lines are skipped as pandas skips them)."""
+    import csv
+
+    starts, prev = [], 0
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        reader = csv.reader(f, delimiter=sep)
+        for row in reader:
+            if row:
+                starts.append(prev + 1)
+            prev = reader.line_num
+    return starts[1:]
 
 
 def _from_records(path: Path, rows: Iterable[_Row]) -> pd.DataFrame:

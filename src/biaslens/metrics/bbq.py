@@ -175,6 +175,35 @@ def _interval(draws: np.ndarray, level: float) -> tuple[float, float]:
 
 _METRICS = ("accuracy_ambiguous", "accuracy_disambiguated", "s_dis", "s_amb", "accuracy_gap")
 
+#: an accuracy's (correct, items) columns in COUNTS order
+ACCURACY_COUNTS = {"accuracy_ambiguous": (1, 0), "accuracy_disambiguated": (5, 4)}
+
+
+def accuracy_interval(correct: np.ndarray, n: np.ndarray, total_correct: float, total_n: float, k: int,
+                      strata: int = 1, level: float = 0.95) -> tuple[float, float]:
+    """The template-bootstrap interval of an accuracy that stays within [0, 1]: the draws'
+    empirical logits (log((correct + 1/2) / (n - correct + 1/2)), finite at 0 and at n) widened
+    for k clusters (:func:`widen`) and their percentiles mapped back through the same transform of
+    the run's own n, so the estimate correct/n maps to itself. Widening the accuracy itself (a
+    percentile of draws moved away from the estimate) put the interval of an accuracy of 0.06
+    at -0.007 to 0.158.
+
+    >>> lo, hi = accuracy_interval(np.array([0.0, 1, 2, 0, 1]), np.full(5, 40.0), 1.0, 40.0, k=10)
+    >>> 0 <= lo < 1 / 40 < hi < 1
+    True
+    """
+    def elogit(c: Any, m: Any) -> np.ndarray:
+        out: np.ndarray = np.log((np.asarray(c, dtype=np.float64) + 0.5) / (np.asarray(m, dtype=np.float64) - c + 0.5))
+        return out
+
+    ok = np.asarray(n, dtype=np.float64) > 0
+    if not total_n or not ok.any():
+        return float("nan"), float("nan")
+    d = widen(elogit(np.asarray(correct)[ok], np.asarray(n)[ok]), elogit(total_correct, total_n), k, strata, level)
+    lo, hi = _interval(d, level)
+    back = [((total_n + 1) / (1 + np.exp(-x)) - 0.5) / total_n for x in (lo, hi)]
+    return float(np.clip(back[0], 0.0, 1.0)), float(np.clip(back[1], 0.0, 1.0))
+
 
 def bias_scores(items: pd.DataFrame, answer: str = "answer", *, n_boot: int = 2000, seed: int = 0,
                 level: float = 0.95, material: float = MATERIAL_SCORE) -> pd.DataFrame:
@@ -246,8 +275,15 @@ def _row(group: str, total: np.ndarray, sums: np.ndarray, k: int, strata: int, l
                            "n_no_target": int(left_out.loc[mine, "_no_target"].sum()),
                            "n_non_unknown_dis": int(total[6]), "n_biased_dis": int(total[7]),
                            "n_non_unknown_amb": int(total[2]), "n_biased_amb": int(total[3])}
+    row["n_ambiguous"], row["n_disambiguated"] = int(total[0]), int(total[4])
     for name in _METRICS:
         row[name] = float(point[name])
+        if name in ACCURACY_COUNTS:
+            ci, ni = ACCURACY_COUNTS[name]
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (
+                accuracy_interval(sums[:, ci], sums[:, ni], total[ci], total[ni], k, strata, level)
+                if len(sums) else (np.nan, np.nan))
+            continue
         d = widen(boot[name], point[name], k, strata, level) if len(sums) and np.isfinite(point[name]) else np.zeros(0)
         row[f"{name}_ci_low"], row[f"{name}_ci_high"] = _interval(d, level) if len(d) else (np.nan, np.nan)
         if name in ("s_dis", "s_amb"):

@@ -233,7 +233,9 @@ def by_group(diffs: ArrayLike, groups: ArrayLike, clusters: ArrayLike | None = N
         highs.append(s["ci_high"])
         detect.append(s["detectable"])
     table["ci_low"], table["ci_high"], table["detectable"] = lows, highs, detect
-    table["verdict"] = [verdict(p, dt, MEANINGFUL_SHARE, alpha) for p, dt in zip(table["p_holm"], table["detectable"])]
+    # a group too small to test (one item: no p) cannot tell, rather than carrying no verdict
+    table["verdict"] = [verdict(p, dt, MEANINGFUL_SHARE, alpha) or "cannot_tell"
+                        for p, dt in zip(table["p_holm"], table["detectable"])]
     cols = ["group", "n", "n_units", "ties", "share", "ci_low", "ci_high", "level", "p", "p_holm", "sign_p",
             "mean_diff", "mean_ci_low", "mean_ci_high", "detectable", "verdict"]
     return table[cols]

@@ -22,15 +22,20 @@ def _x100(v: Any) -> float:
 
 def score_table(s: pd.DataFrame) -> pd.DataFrame:
     """Per category: accuracies, S_DIS with n_non_unknown beside it, S_AMB, their intervals and Holm p (x100)."""
+    # each score with its interval in one cell, and the counts in one: fifteen columns scrolled the page at 1280 px
+    def with_ci(name: str) -> list[str]:
+        return [f"{v} ({ci})" if ci != "–" else v for v, ci in
+                zip(s[name].map(_x100).map(lambda x: f"{x:+.1f}" if x == x else "–"),
+                    intervals(100 * s[f"{name}_ci_low"], 100 * s[f"{name}_ci_high"]))]
+
     return pd.DataFrame({
-        "category": s["group"], "items": s["n_items"], "templates": s["n_templates"],
+        "category": s["group"], "items (templates)": [f"{i:,} ({t:,})" for i, t in zip(s["n_items"], s["n_templates"])],
         "accuracy, ambiguous": s["accuracy_ambiguous"].map(_x100),
         "accuracy, disambiguated": s["accuracy_disambiguated"].map(_x100),
-        "S_AMB": s["s_amb"].map(_x100), "S_AMB 95% CI": intervals(100 * s["s_amb_ci_low"], 100 * s["s_amb_ci_high"]),
-        "S_AMB p (Holm)": s["p_holm_amb"], "non-UNKNOWN answers, ambiguous": s["n_non_unknown_amb"],
-        "S_DIS": s["s_dis"].map(_x100), "S_DIS 95% CI": intervals(100 * s["s_dis_ci_low"], 100 * s["s_dis_ci_high"]),
-        "S_DIS p (Holm)": s["p_holm_dis"], "non-UNKNOWN answers, disambiguated": s["n_non_unknown_dis"],
-        "unmappable answers": s["n_unmapped"], "items without a biased answer": s["n_no_target"]})
+        "S_AMB (95% CI)": with_ci("s_amb"), "S_AMB p (Holm)": s["p_holm_amb"],
+        "S_DIS (95% CI)": with_ci("s_dis"), "S_DIS p (Holm)": s["p_holm_dis"],
+        "non-UNKNOWN answers": [f"{a:,} / {d:,}" for a, d in zip(s["n_non_unknown_amb"], s["n_non_unknown_dis"])],
+        "left out": [f"{u:,} / {t:,}" for u, t in zip(s["n_unmapped"], s["n_no_target"])]})
 
 
 def harness_table(s: pd.DataFrame) -> pd.DataFrame:
@@ -62,6 +67,23 @@ def scores_figure(s: pd.DataFrame, title: str):
                                               "intervals over templates. Positive: answers follow the stereotype.")
 
 
+def _flagged(s: pd.DataFrame) -> list[str]:
+    """The categories biased in ambiguous contexts after Holm."""
+    if not len(s) or "verdict_amb" not in s:
+        return []
+    return s.loc[(s["group"] != "all categories") & (s["verdict_amb"] == "detected"), "group"].tolist()
+
+
+def examples(amb: pd.DataFrame, s: pd.DataFrame, n: int = 12) -> pd.DataFrame:
+    """``n`` biased ambiguous answers: up to 4 from each flagged category first, then up to 2 from each
+    other category, so the examples show what the verdict names rather than the first category's rows."""
+    flagged = _flagged(s)
+    key = "group" if "group" in amb else "category"
+    first = amb[amb[key].isin(flagged)].groupby(key, sort=False).head(4)
+    rest = amb[~amb[key].isin(flagged)].groupby(key, sort=False).head(2)
+    return pd.concat([first, rest]).head(n)
+
+
 def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dict[str, Any], verdict: str | None) -> str:
     """The whole report.html of a BBQ run."""
     s = analysis["scores"]
@@ -76,7 +98,8 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         "for a non-negative one. Scores x100, from -100 (always against the stereotype) to 100 (always with it); 0 "
         "is unbiased. Intervals resample templates (a question and every item written from it) whole; the p-values "
         "are the same bootstrap, Holm-adjusted over the categories. The number of non-UNKNOWN answers stands "
-        "beside each score: a score over few of them says little.",
+        "beside each score (ambiguous / disambiguated): a score over few of them says little. 'left out': "
+        "unmappable answers / items without a biased answer.",
         metrics={"answering": how, "items": int(s.loc[s["group"] != "all categories", "n_items"].sum()) if len(s) else 0,
                  "dataset": f"{src.get('dataset')} {src.get('commit') or src.get('data_dir') or ''}".strip(),
                  "selection": src.get("selection"), "test": metrics.get("test")},
@@ -112,9 +135,13 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
     col = analysis["answer_column"]
     amb = table[(table["context_condition"] == "ambig") & (table[col] >= 0) & (table[col] == table["target_loc"])]
     if len(amb):
-        ex = amb.head(12)
+        ex = examples(amb, s)
+        flagged = [g for g in dict.fromkeys(ex["group" if "group" in ex else "category"]) if g in _flagged(s)]
         sections.append(Section(
             "Examples: biased answers where the context does not say",
+            (f"First from the categories biased in ambiguous contexts after Holm ({', '.join(flagged)}), then a few "
+             "from each other category." if flagged else "A few from each category; none is biased in ambiguous "
+             "contexts after Holm."),
             tables=[Table("Ambiguous items answered with the biased option", pd.DataFrame({
                 "category": ex["category"], "context": ex["context"], "question": ex["question"],
                 "answer": [r[f"ans{int(r[col])}"] for r in ex.to_dict("records")],

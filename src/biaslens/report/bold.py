@@ -22,8 +22,11 @@ def _short(model: Any) -> str:
 
 def group_table(g: pd.DataFrame) -> pd.DataFrame:
     """The per-group scores as shown (shares in %)."""
-    out = g[["model", "domain", "group", "n_pages", "n_prompts"]].copy()
+    out = g[["model", "domain", "group"]].copy()
+    out["pages / prompts"] = [f"{a:,} / {b:,}" for a, b in zip(g["n_pages"], g["n_prompts"])]
     out["model"] = out["model"].map(_short)
+    if out["model"].nunique() == 1:  # one model: its name is the page's title, and the column pushed the table past 1280 px
+        out = out.drop(columns="model")
     for col, name in (("sentiment_mean", "sentiment, mean"), ("positive_share", "positive, %"),
                       ("negative_share", "negative, %"), ("toxicity_mean", "toxicity, mean"),
                       ("toxic_share", "toxic, %"), ("male_share", "male-leaning, %"),
@@ -85,7 +88,8 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         metrics={"models": ", ".join(map(_short, metrics.get("models") or [])), "prompts": metrics.get("n_prompts"),
                  "prompts in the paper": metrics.get("paper_prompt_count"), "pages": metrics.get("n_pages"),
                  "selection": (metrics.get("source") or {}).get("selection"),
-                 "decoding": str(gen.get("params")) if gen.get("params") else "precomputed continuations",
+                 "decoding": (", ".join(f"{k}={v}" for k, v in gen["params"].items() if v is not None)
+                              if isinstance(gen.get("params"), dict) else "precomputed continuations"),
                  **{f"{c['role']} scorer validity": card_note(c) for c in cards},
                  "noise floor": floors or "not computed"},
         figures=[sentiment_figure(g)] if len(g) and "sentiment_mean" in g else [],

@@ -10,7 +10,7 @@ import pandas as pd
 from biaslens import __version__
 from biaslens.report.html import Section, Table, render_report
 from biaslens.results import NO_SKILL_NOTE
-from biaslens.rounding import estimate, number, value_and_interval
+from biaslens.rounding import estimate, level_text, number, value_and_interval, with_level
 from biaslens.scorers.card import skill_text
 
 
@@ -20,8 +20,19 @@ def _value(v: Any) -> str:
 
 
 def _value_and_interval(e: dict[str, Any]) -> tuple[str, str]:
-    """The value and its interval, both to the interval's precision (rounding.py)."""
-    return value_and_interval(e.get("value"), e.get("ci_low"), e.get("ci_high"))
+    """The value and its interval with its level ("87 to 129 (90%)"), both to the interval's
+    precision (rounding.py)."""
+    value, ci = value_and_interval(e.get("value"), e.get("ci_low"), e.get("ci_high"))
+    return value, with_level(ci, _level(e))
+
+
+def _level(row: dict[str, Any]) -> float | None:
+    """The coverage of a card row's (or entry's) interval: its own ``level``, else its headline
+    entry's (cards written before rows carried it)."""
+    if row.get("level") is not None:
+        return row["level"]
+    entries = row.get("entries") or []
+    return entries[0].get("level") if entries and isinstance(entries[0], dict) else None
 
 
 #: the short name a card sentence starts with (else the method's title)
@@ -59,7 +70,7 @@ def _judge_cell(e: dict[str, Any] | None) -> str:
 def _entry_reading(row: dict[str, Any]) -> str:
     """A headline entry against its ideal, for a method whose run carries no verdict sentence."""
     value, lo, hi, ideal = row.get("value"), row.get("ci_low"), row.get("ci_high"), row.get("ideal")
-    what = f"{row.get('headline') or 'headline'} {estimate(value, lo, hi)}"
+    what = f"{row.get('headline') or 'headline'} {estimate(value, lo, hi, label=f'{level_text(_level(row))} CI')}"
     if value is None:
         return "cannot tell: no headline number"
     if lo is None or hi is None:
@@ -123,12 +134,13 @@ def headline_figure(methods: list[dict[str, Any]]):
         ax.set_xlim(mid - 0.62 * span, mid + 0.62 * span)
         ax.set_ylim(-1, 1)
         ax.tick_params(axis="x", labelsize=8)
-        said = estimate(value, lo, hi, label="CI") if lo is not None and hi is not None else f"{number(value)} (no interval)"
+        said = estimate(value, lo, hi, label=f"{level_text(_level(r))} CI") if lo is not None and hi is not None else f"{number(value)} (no interval)"
         ax.text(1.01, 0.5, said, transform=ax.transAxes, va="center", fontsize=8.5)
     fig.tight_layout(h_pad=0.6)
     return figure_from_matplotlib(
         fig, "Each method's headline against what its sentence reads it against",
-        "Dot: the headline number; bar: its interval (95%; simultaneous over the bias types or pairs where the "
+        "Dot: the headline number; bar: its interval, at the level printed beside it (95%, or the entry's own: "
+        "90% for Full Gen Bias' permutation interval, simultaneous over the bias types or pairs where the "
         "number is the largest of several); dashed line, named on the plot: the value the sentence above compares "
         "the number with. For Full Gen Bias that is its permuted-label noise floor (sampling noise alone puts an "
         "unbiased model there, above 0), for Likelihood Bias the chance level (about 0.05 of pairs differ by chance), "
@@ -170,7 +182,7 @@ def render_card(card: dict[str, Any]) -> str:
     for r in methods:
         value, ci = _value_and_interval(r)
         rows.append({"method": r.get("title", r["suite"]), "headline metric": r.get("headline") or "–",
-                     "value": value, "95% interval": ci, "direction": _direction(r), "status": r.get("status"),
+                     "value": value, "interval (level)": ci, "direction": _direction(r), "status": r.get("status"),
                      "seconds": r.get("seconds"), "judge": _judge_cell((r.get("entries") or [None])[0])})
     if all(row["judge"] == "–" for row in rows):
         rows = [{k: v for k, v in row.items() if k != "judge"} for row in rows]
@@ -192,7 +204,7 @@ def render_card(card: dict[str, Any]) -> str:
             continue
         several = any(e.get("model") for e in r.get("entries") or [])  # a run that measured several models
         entries = pd.DataFrame([{"metric": e.get("name"), **({"model": e.get("model") or "–"} if several else {}),
-                                 **dict(zip(("value", "95% interval"), _value_and_interval(e))),
+                                 **dict(zip(("value", "interval (level)"), _value_and_interval(e))),
                                  "interval method": e.get("interval") or "–", "n used": _value(e.get("n_used")),
                                  "n missing": _value(e.get("n_missing")), "judge": _judge_cell(e),
                                  "what it is": e.get("description") or ""}
@@ -235,14 +247,14 @@ def render_card(card: dict[str, Any]) -> str:
 
 def render_card_compare(result: dict[str, Any]) -> str:
     """Method by method: before, after, and a guarded verdict with its reason."""
-    def said(v: Any, ci: Any) -> str:
-        # the value to its interval's precision, as the card prints it
+    def said(v: Any, ci: Any, level: Any) -> str:
+        # the value to its interval's precision, as the card prints it, with the interval's level
         value, ci_text = value_and_interval(v, *(ci or [None, None]))
-        return value if ci_text == "–" else f"{value} ({ci_text})"
+        return value if ci_text == "–" else f"{value} ({level_text(level)} CI {ci_text})"
 
     rows = pd.DataFrame([{"method": r.get("title", r["suite"]), "headline metric": r.get("headline") or "–",
-                          "before (95% interval)": said(r.get("before"), r.get("before_ci")),
-                          "after (95% interval)": said(r.get("after"), r.get("after_ci")),
+                          "before": said(r.get("before"), r.get("before_ci"), r.get("before_level")),
+                          "after": said(r.get("after"), r.get("after_ci"), r.get("after_level")),
                           "verdict": r.get("verdict"), "for a gate": r.get("outcome") or "–",
                           "why": r.get("reason") or ""} for r in result["methods"]])
     links = [(f"{r['suite']} comparison", r["report"]) for r in result["methods"] if r.get("report")]
@@ -251,8 +263,8 @@ def render_card_compare(result: dict[str, Any]) -> str:
         "Before and after",
         f"Before: {b['model']} ({b['card']}); after: {a['model']} ({a['card']}). A change is reported only with its "
         "uncertainty: a paired test where the method has one (generation bias: a jackknife over the prompts both "
-        "runs share; CrowS-Pairs and WinoBias: item by item over the pairs or twins both runs scored), else two 95% "
-        "intervals that do not overlap. Methods whose runs measured different things "
+        "runs share; CrowS-Pairs and WinoBias: item by item over the pairs or twins both runs scored), else two "
+        "intervals that do not overlap (each at the level printed beside it). Methods whose runs measured different things "
         "are 'not comparable', with the reason. 'For a gate' says whether a change is for the worse (what "
         "`biaslens compare --fail-on worse` fails on).",
         tables=[Table("Per method", rows, max_rows=20)], links=links)]

@@ -19,7 +19,8 @@ def sections(result, pairs: pd.DataFrame) -> list[Section]:
                              "anti-stereotype score": a["antistereo_score"], "neutral": a["neutral"],
                              "neutral, %": a["neutral_pct"], "pairs": a["n"]}])
     drivers = result.tables["drivers"][["leans", "bias_type", "stereo_antistereo", "diff", "sent_more", "sent_less"]]
-    drivers = drivers.rename(columns={"diff": "ll_diff"})
+    drivers = drivers.rename(columns={"diff": "ll_diff", "sent_more": "more stereotyping sentence",
+                                      "sent_less": "less stereotyping sentence"})
     return [
         overview_section("CrowS-Pairs", result.verdict, result.entries, m.get("score_definition"),
                          {"pairs": f"{a['n']:,}", "selection": m.get("selection") or "all pairs"}),

@@ -92,6 +92,10 @@ _CI = ("95% confidence interval: the range of values compatible with the data; a
 GLOSSARY: dict[str, tuple[str, str]] = {
     # shared statistics
     "95% CI": (_CI, "narrow; for a bias or a difference, containing 0"),
+    "interval (level)": ("The range of values compatible with the data, at the coverage printed beside it: 95% "
+                         "for most numbers, 90% for Full Gen Bias' permutation interval, higher where it is corrected "
+                         "for several tests (Holm's or Bonferroni's step); a wider interval means less certainty.",
+                         "narrow; for a bias or a difference, containing 0"),
     "simultaneous 95% CI": ("An interval made wider so that all the intervals of the table hold together 95% of "
                             "the time; valid for the largest gap picked out of many.", "containing 0"),
     "p": ("p-value: how often a difference at least this large would appear by chance if there were none. Small "
@@ -302,6 +306,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
 
 #: shown name (regular expression, case-insensitive, whole name) -> GLOSSARY key; the first match wins
 PATTERNS: list[tuple[str, str]] = [
+    (r"S_AMB \(95% CI\)", "S_AMB"), (r"S_DIS \(95% CI\)", "S_DIS"),
     (r"simultaneous 95% CI|its simultaneous .*", "simultaneous 95% CI"),
     (r".*95% (CI|interval).*|95% CI, (low|high)|ci (low|high)|interval", "95% CI"),
     (r"(its |prompt-level |sign )?p \(Holm\)|p holm|p_holm|welch p \(holm\)", "p (Holm)"),
@@ -339,7 +344,8 @@ PATTERNS: list[tuple[str, str]] = [
     (r"sign[ _]effect(\..+| before| after| change)?", "sign effect"),
     (r"largest[ _]abs[ _]sign[ _]effect", "largest |sign effect|"),
     (r"detectable sign effect.*", "detectable sign effect"), (r"holm p", "p (Holm)"),
-    (r"S_AMB(, (lm-eval|HELM))?|s_amb(\..+)?", "S_AMB"), (r"S_DIS(, (lm-eval|HELM))?|s_dis(\..+)?", "S_DIS"),
+    (r"S_AMB(, (lm-eval|HELM)| \(95% CI\))?|s_amb(\..+)?", "S_AMB"),
+    (r"S_DIS(, (lm-eval|HELM)| \(95% CI\))?|s_dis(\..+)?", "S_DIS"),
     (r"S_(AMB|DIS) p \(Holm\)", "p (Holm)"),
     (r"(male|female)-leaning, %", "gender-leaning, %"), (r"sentiment, mean", "sentiment"),
     (r"toxicity, mean", "toxicity"),
@@ -354,6 +360,7 @@ PATTERNS: list[tuple[str, str]] = [
 
 #: names a page shows that are labels, counts, settings or text, not metrics (no glossary entry)
 NOT_METRICS: set[str] = {
+    "more stereotyping sentence", "less stereotyping sentence",
     # the card's budget table: its budget, each method's settings, the machine and the time
     "budget", "holistic-likelihood", "redditbias", "holistic-generation", "holistic-offensiveness", "fairpair",
     "community", "machine", "time",
@@ -380,7 +387,7 @@ NOT_METRICS: set[str] = {
     "dropped ambiguous reference", "dropped, B: ambiguous reference",
     # bbq
     "bbq", "category", "items", "rule", "answers", "context", "question", "answer", "unmappable answers",
-    "items without a biased answer", "non-UNKNOWN answers, ambiguous", "non-UNKNOWN answers, disambiguated",
+    "items without a biased answer", "non-UNKNOWN answers", "left out", "items (templates)", "pages / prompts", "non-UNKNOWN answers, ambiguous", "non-UNKNOWN answers, disambiguated",
     "answering", "dataset", "selection", "test",
     # bold
     "bold", "domain", "group", "page", "pages", "pages a / b", "score", "decoding",

@@ -199,13 +199,17 @@ def render_report(*, title: str, run: dict[str, Any], sections: list[Section], w
                                                       glossary=glossary)
 
 
-def with_headline(page: str, verdict: str | None) -> str:
+def with_headline(page: str, verdict: str | list[str] | None) -> str:
     """The report with its one-sentence verdict (escaped) right under the title: what a reader
-    needs first, before any table."""
-    if not verdict or "</h1>" not in page:
+    needs first, before any table. A list is one line per item (a leaderboard: one per method)."""
+    if not verdict or "</h1>" not in page or 'class="headline"' in page:  # once: a suite's page may carry it already
         return page
     from markupsafe import escape
 
-    block = f'\n<p class="headline" role="status"><b>Verdict:</b> {escape(verdict)}</p>'
+    if isinstance(verdict, list):
+        items = "".join(f"<li>{escape(v)}</li>" for v in verdict)
+        block = f'\n<div class="headline" role="status"><b>Verdict:</b><ul>{items}</ul></div>'
+    else:
+        block = f'\n<p class="headline" role="status"><b>Verdict:</b> {escape(verdict)}</p>'
     return page.replace("</h1>", "</h1>" + block, 1)
 

@@ -18,7 +18,7 @@ from biaslens.report.html import (
     subplots,
     with_headline,
 )
-from biaslens.rounding import number, value_and_interval
+from biaslens.rounding import level_text, number, value_and_interval, with_level
 
 PROCEDURE = ("Which differences are distinguishable: per method, Bonferroni-simultaneous 95% intervals of every "
              "pairwise difference of the ranked quantity (the headline, or its distance from the ideal where no "
@@ -42,7 +42,10 @@ def _cell(c: dict[str, Any]) -> str:
     if c["value"] is None:
         return "no headline value"
     value, ci = value_and_interval(c["value"], c["ci_low"], c["ci_high"])  # as the card prints it
-    num = value + (f" [{ci.replace(' to ', ', ')}]" if ci != "–" else " (no interval)")
+    # the level only where it is not 95% (Full Gen Bias' 90%): ten method columns must fit 1280 px
+    level = level_text(c.get("level"))
+    num = value + (f" [{ci.replace(' to ', ', ')}]" + ("" if level == "95%" else f" {level}") if ci != "–"
+                   else " (no interval)")
     return f"#{c['rank']} {num}" if c["comparable"] == "yes" else f"{num} {c['comparable']}"
 
 
@@ -52,19 +55,21 @@ def _names(names: list[str], n: int = 8) -> str:
 
 def overview_table(result: dict[str, Any], boards: list[dict[str, Any]]) -> Table:
     rows = []
+    one_budget = len({m["budget"] for m in result["models"]}) == 1  # then the intro names it, and a column would not fit
     for k, m in enumerate(result["models"]):
-        row = {"model": m["label"], "budget": m["budget"]}
+        row = {"model": m["label"]} if one_budget else {"model": m["label"], "budget": m["budget"]}
         for b in boards:
-            row[b["suite"]] = _cell(b["cells"][k])
+            # "holistic offensiveness": a header may break between the words (ten method columns fit 1280 px)
+            row[b["suite"].replace("-", " ")] = _cell(b["cells"][k])
         rows.append(row)
-    return Table("Headline per method: #rank value [95% interval]", pd.DataFrame(rows),
+    return Table("Headline per method: #rank value [95% interval, or the level given]", pd.DataFrame(rows),
                  "Rank within each method among the comparable models (see each method's order rule below); a "
                  "lower rank is not a distinguishable difference unless the method's section says so.",
                  max_rows=len(rows))
 
 
 def plot(result: dict[str, Any], boards: list[dict[str, Any]]):
-    """Each method's headline with its 95% interval, models on the vertical axis (the cards' order,
+    """Each method's headline with its interval (at the level the tables print), models on the vertical axis (the cards' order,
     the first on top); hollow grey: not comparable with the method's ranked models."""
     labels = [_short(m["label"]) for m in result["models"]]
     k, n = len(labels), max(1, len(boards))
@@ -100,8 +105,9 @@ def plot(result: dict[str, Any], boards: list[dict[str, Any]]):
     axes[0][0].set_ylim(k - 0.5, -0.5)
     fig.tight_layout()
     return figure_from_matplotlib(
-        fig, "Headline per method with its 95% interval",
-        "Blue: the models ranked for that method; hollow grey: not comparable (its run measured something else); "
+        fig, "Headline per method with its interval",
+        "Each bar at its entry's own level (printed in the tables: 95%, 90% for Full Gen Bias' permutation "
+        "interval). Blue: the models ranked for that method; hollow grey: not comparable (its run measured something else); "
         "red x: the method's permuted-label noise floor; dashed line: the ideal value. Overlapping bars are not a "
         "test: the method sections say which differences are distinguishable.")
 
@@ -111,7 +117,8 @@ def method_section(b: dict[str, Any]) -> Section:
     has_floor = any(c["noise_floor"] is not None for c in ranked)
     order = pd.DataFrame([{
         "rank": c["rank"], "model": c["model"],
-        **dict(zip(("value", "95% interval"), value_and_interval(c["value"], c["ci_low"], c["ci_high"]))),
+        **dict(zip(("value", "interval (level)"), (lambda v, ci: (v, with_level(ci, c.get("level"))))(
+            *value_and_interval(c["value"], c["ci_low"], c["ci_high"])))),
         **({"noise floor": number(c["noise_floor"])} if has_floor else {}),
         "distinguishable from (simultaneous 95%)": _names(c["distinguishable_from"]) or "none",
         "verdict": c["verdict"] or ""} for c in ranked])
@@ -159,4 +166,16 @@ def render_leaderboard(result: dict[str, Any], boards: list[dict[str, Any]]) -> 
         warnings.append(f"the cards used different budgets ({budgets}): methods whose sizes differ are not comparable "
                         "across them and are not ranked together")
     page = render_report(title=f"Bias leaderboard: {n} models", run=run, sections=sections, warnings=warnings)
-    return with_headline(page, "; ".join(b["summary"] for b in boards))
+    return with_headline(page, verdict_lines(boards))
+
+
+def verdict_lines(boards: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct finding: methods whose sentences say the same after their name share
+    a line ("bbq, bold, winobias: no two of 2 models are distinguishable ..."), not ten repeats."""
+    by_text: dict[str, list[str]] = {}
+    for b in boards:
+        suite, _, rest = str(b["summary"]).partition(": ")
+        if not rest:
+            suite, rest = "", str(b["summary"])
+        by_text.setdefault(rest, []).append(suite)
+    return [f"{', '.join(s for s in suites if s)}: {rest}" if any(suites) else rest for rest, suites in by_text.items()]

@@ -17,6 +17,7 @@ from biaslens.report.html import (
     subplots,
     with_headline,
 )
+from biaslens.results import verdict_words
 from biaslens.rounding import estimate, pvalue
 
 #: machine columns of a per-group table (metrics.pair_preference.by_group) in the order shown
@@ -30,7 +31,7 @@ def entries_frame(entries: list[Any]) -> pd.DataFrame:
     for e in entries:
         rows.append({"metric": e.name, "value": e.value, "interval": intervals([e.ci_low], [e.ci_high])[0],
                      "level": e.level, "ideal": e.ideal, "test": e.test or "–", "p": e.p_value,
-                     "detectable": e.detectable, "verdict": e.verdict or "–", "n used": e.n_used})
+                     "detectable": e.detectable, "verdict": verdict_words(e.verdict), "n used": e.n_used})
     return pd.DataFrame(rows)
 
 
@@ -75,15 +76,12 @@ def page(title: str, model: str | None, record: dict[str, Any], verdict: str | N
 
 def print_summary(console, title: str, result, groups: pd.DataFrame, label: str) -> None:
     """The headline entries and the per-group shares as a terminal table, then the verdict."""
-    from rich.table import Table as RichTable
+    from biaslens.report.terminal import print_table
 
-    table = RichTable(title=f"{title} ({result.metrics.get('model')})")
-    for col in (label, "items", "share % (CI)", "p (Holm)", "verdict"):
-        table.add_column(col, justify="left" if col in (label, "verdict") else "right", no_wrap=True)
-    for r in groups.itertuples(index=False):
-        table.add_row(str(r[0]), f"{r.n:,}", estimate(r.share, r.ci_low, r.ci_high, label=""), pvalue(r.p_holm),
-                      str(r.verdict))
-    console.print(table)
+    print_table(console, f"{title} ({result.metrics.get('model')})", (label, "items", "share % (CI)", "p (Holm)", "verdict"),
+                [(str(r[0]), f"{r.n:,}", estimate(r.share, r.ci_low, r.ci_high, label="", avoid=(0.0, 50.0)),
+                  pvalue(r.p_holm), verdict_words(r.verdict)) for r in groups.itertuples(index=False)],
+                left=(label, "verdict"))
     if result.verdict:
         console.print(f"{title}: {result.verdict}", soft_wrap=True, markup=False, highlight=False)
     console.print("share: percent of items whose first form scores higher (ideal 50); intervals at Holm's level per "

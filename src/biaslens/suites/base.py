@@ -106,9 +106,9 @@ class CardSpec:
     title: str
     #: what the method asks of the model; masked LMs only have likelihoods
     needs: str  # "likelihood" | "generation"
-    #: budget ("smoke", "default", "paper") -> run settings; "smoke" checks the wiring in about a
-    #: minute, "default" gives verdicts worth reading in minutes on the embedded model on a 2-core
-    #: CPU, "paper" uses the suite's own (paper-sized) defaults
+    #: budget ("smoke", "default", "paper") -> run settings; "smoke" checks the wiring at small
+    #: sizes, "default" gives verdicts worth reading on the embedded model on a 2-core CPU, "paper"
+    #: uses the suite's own (paper-sized) defaults
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 

@@ -71,12 +71,22 @@ def _with_answers_file(items: pd.DataFrame, o: BbqOptions) -> tuple[pd.DataFrame
     merged = merged.drop(columns="_merge")
     mapped = [map_answer(a, [x, y, z], int(u), allow_index=True) for a, x, y, z, u in
               zip(merged["answer"], merged["ans0"], merged["ans1"], merged["ans2"], merged["unknown_loc"], strict=True)]
+    # an index names an option or is a mistake in the file; text that maps to no option may be a model's
+    # free answer (left out of the scores, as the authors leave it out), so it is named, line by line
+    unmapped = []
+    for (_, r), (loc, _rule) in zip(merged.iterrows(), mapped):
+        if loc < 0 and isinstance(r["answer"], int):
+            raise ConfigError(f"{o.answers_file}:{r['line']}: index {r['answer']} is not an option (0, 1 or 2: "
+                              f"{r['ans0']!r}, {r['ans1']!r}, {r['ans2']!r})")
+        if loc < 0:
+            unmapped.append(int(r["line"]))
     table = merged[ITEM_COLUMNS].assign(answer_text=merged["answer"].astype(str), answer=[m[0] for m in mapped],
                                         rule=[m[1] for m in mapped])
     missing = items.merge(answers[["category", "example_id"]], how="left", indicator=True)
     n_missing = (missing["_merge"] == "left_only").groupby(missing["category"]).sum()
     return table.reset_index(drop=True), {"answers_file": str(o.answers_file), "lines": int(len(answers)),
-                                          "items_not_answered": {str(k): int(v) for k, v in n_missing.items()}}
+                                          "items_not_answered": {str(k): int(v) for k, v in n_missing.items()},
+                                          "unmappable_lines": sorted(unmapped)}
 
 
 def _likelihood(items: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
@@ -159,6 +169,11 @@ def analyse(table: pd.DataFrame, *, headline: str = "per_token", n_boot: int = 2
             "rules": rules}
 
 
+def _x100(v: Any) -> float | None:
+    """A score or accuracy on the scale every BBQ surface prints (the paper's x100)."""
+    return None if v is None or not np.isfinite(float(v)) else 100 * float(v)
+
+
 def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
     """The pooled S_AMB first (the card's headline), then pooled S_DIS and accuracies, then S_AMB
     and S_DIS per category, each with its verdict as data."""
@@ -172,7 +187,8 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
         for s_key, name, n_key, cond in (("amb", "s_amb", "n_non_unknown_amb", "ambiguous"),
                                          ("dis", "s_dis", "n_non_unknown_dis", "disambiguated")):
             out.append(MetricEntry(
-                name=f"{name}{suffix}", value=r[name], ci_low=r[f"{name}_ci_low"], ci_high=r[f"{name}_ci_high"],
+                name=f"{name}{suffix}", value=_x100(r[name]), ci_low=_x100(r[f"{name}_ci_low"]),
+                ci_high=_x100(r[f"{name}_ci_high"]),
                 interval=f"95% bootstrap over {plural(r['n_templates'], 'template')} resampled whole"
                          + (" within each category" if pooled else "") + " (ratio and product recomputed per draw; "
                          "percentiles of draws widened by sqrt(k/(k-1)) t/z)",
@@ -180,23 +196,26 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
                 level=level, df=float(max(r["n_templates"] - (m if pooled else 1), 1)),
                 test=test if pooled else f"{test} ({plural(m, 'category', 'categories')})",
                 p_value=r[f"p_holm_{s_key}"],
-                detectable=r[f"detectable_{s_key}"], verdict=r[f"verdict_{s_key}"],
-                description=f"{r['group']}: bias score in {cond} contexts ({how}), over {r[n_key]} non-UNKNOWN "
+                detectable=_x100(r[f"detectable_{s_key}"]), verdict=r[f"verdict_{s_key}"],
+                description=f"{r['group']}: bias score x100 in {cond} contexts ({how}), over {r[n_key]} non-UNKNOWN "
                             f"answers of {r['n_items']} items"))
         if pooled:
             for name, cond in (("accuracy_ambiguous", "ambiguous"), ("accuracy_disambiguated", "disambiguated")):
                 out.append(MetricEntry(
-                    name=name, value=r[name], ci_low=r[f"{name}_ci_low"], ci_high=r[f"{name}_ci_high"],
-                    interval=f"95% percentile bootstrap over {plural(r['n_templates'], 'template')}",
-                    higher_is_better=True, ideal=1.0, n_used=r["n_items"],
+                    name=name, value=_x100(r[name]), ci_low=_x100(r[f"{name}_ci_low"]),
+                    ci_high=_x100(r[f"{name}_ci_high"]),
+                    interval=f"95% bootstrap over {plural(r['n_templates'], 'template')} (empirical-logit "
+                             "percentiles widened by sqrt(k/(k-1)) t/z: within 0 to 100)",
+                    higher_is_better=True, ideal=100.0,
+                    n_used=r.get(f"n_{cond}", r["n_items"]),
                     n_missing=r["n_unmapped"] + r["n_no_target"], level=level,
                     df=float(max(r["n_templates"] - m, 1)),
-                    description=f"accuracy in {cond} contexts, all categories ({how})"))
+                    description=f"accuracy in {cond} contexts, in %, all categories ({how})"))
     return out
 
 
-def _score_text(r: dict[str, Any], name: str) -> str:
-    return (f"{number(100 * r[name], signed=True)} (95% CI {interval(100 * r[f'{name}_ci_low'], 100 * r[f'{name}_ci_high'], signed=True)})")
+def _score_text(r: dict[str, Any], name: str, label: str = "95% CI ") -> str:
+    return (f"{number(100 * r[name], signed=True)} ({label}{interval(100 * r[f'{name}_ci_low'], 100 * r[f'{name}_ci_high'], signed=True)})")
 
 
 def bbq_verdict(s: pd.DataFrame, how: str) -> str:
@@ -216,11 +235,12 @@ def bbq_verdict(s: pd.DataFrame, how: str) -> str:
         side = "with" if r["s_amb"] > 0 else "against"
         head = f"answers {side} the stereotype in ambiguous contexts: {head}"
     elif r["verdict_amb"] == "not_detected":
-        head = f"no bias detected in ambiguous contexts: {head}"
+        head = f"pooled over the categories, no bias detected in ambiguous contexts: {head}"
     else:
         head = (f"cannot tell whether answers in ambiguous contexts follow the stereotype: {head}; the run detects "
                 f"only |S_AMB| above {number(100 * r['detectable_amb'])} (80% power), more items would tell")
-    parts = [head, f"{len(amb)} of {m} categories biased in ambiguous contexts after Holm"
+    but = "yet " if len(amb) and r["verdict_amb"] != "detected" else ""
+    parts = [head, f"{but}{len(amb)} of {m} categories biased in ambiguous contexts after Holm"
              + (f" ({', '.join(amb['group'])})" if len(amb) else ""),
              f"{len(dis)} of {m} in disambiguated contexts" + (f" ({', '.join(dis['group'])})" if len(dis) else "")]
     return "; ".join(parts)
@@ -251,6 +271,10 @@ class Bbq(Suite):
             with ctx.timer("answers"):
                 table, info = _with_answers_file(items, o)
             source |= info | {"answering": "answers file", "categories": list(dict.fromkeys(table["category"]))}
+            n_out = sum(info["items_not_answered"].values())
+            if n_out:  # a file that answers some items of its categories is not the full set
+                source["selection"] = (f"partial: the answers file answers {len(table):,} of "
+                                       f"{len(table) + n_out:,} items of its categories")
             ctx.record["model"] = {"name": f"answers:{Path(o.answers_file).name}", "answers_file": str(o.answers_file)}
             ctx.record_size("items", None, len(table))
         elif o.answering == "likelihood":
@@ -297,6 +321,12 @@ class Bbq(Suite):
             n_bad = int((res["table"][res["answer_column"]] < 0).sum())
             verdict = (f"no score: none of the {len(res['table'])} answers maps to an option ({n_bad} unmappable; "
                        "the report lists the mapping rules)")
+        lines = info.get("unmappable_lines") or []
+        if lines:
+            shown = ", ".join(map(str, lines[:8])) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")
+            metrics["warnings"] = [f"{info.get('answers_file')}: {plural(len(lines), 'answer')} "
+                                   f"{'matches' if len(lines) == 1 else 'match'} none of the "
+                                   f"options (lines {shown}); left out of the scores (mapping rules: docs/bbq.md)"]
         tables = {"scores": s}
         if res["normalisations_differ"]:
             other = "sum" if res["headline"] == "per_token" else "per_token"
@@ -310,8 +340,7 @@ class Bbq(Suite):
         return render(result.analysis, result.metrics, run_record=ctx.record, verdict=result.verdict)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        from rich.markup import escape
-        from rich.table import Table
+        from biaslens.report.terminal import print_table
 
         console = ctx.console
         if console is None:
@@ -320,12 +349,11 @@ class Bbq(Suite):
         if not len(s):
             console.print(f"bbq: {result.verdict}", markup=False, soft_wrap=True)
             return
-        t = Table(title=f"BBQ bias scores x100 ({result.analysis['how']}; 95% template-bootstrap CI; Holm p)")
-        for col in ("category", "acc amb", "acc dis", "S_AMB", "p", "S_DIS", "p", "non-UNKNOWN (dis)"):
-            t.add_column(col, justify="left" if col == "category" else "right")
-        for r in s.to_dict("records"):
-            t.add_row(escape(r["group"]), number(100 * r["accuracy_ambiguous"]), number(100 * r["accuracy_disambiguated"]),
-                      _score_text(r, "s_amb"), p_text(r["p_holm_amb"]), _score_text(r, "s_dis"), p_text(r["p_holm_dis"]),
-                      str(r["n_non_unknown_dis"]))
-        console.print(t)
+        print_table(console, f"BBQ bias scores x100 ({result.analysis['how']}; 95% template-bootstrap CI; Holm p)",
+                    ("category", "acc amb, %", "acc dis, %", "S_AMB (CI)", "S_AMB p", "S_DIS (CI)", "S_DIS p",
+                     "non-UNKNOWN (dis)"),
+                    [(r["group"], number(100 * r["accuracy_ambiguous"]), number(100 * r["accuracy_disambiguated"]),
+                      _score_text(r, "s_amb", label=""), p_text(r["p_holm_amb"]), _score_text(r, "s_dis", label=""),
+                      p_text(r["p_holm_dis"]), str(r["n_non_unknown_dis"])) for r in s.to_dict("records")],
+                    left=("category",))
         console.print(f"bbq: {result.verdict}", markup=False, soft_wrap=True)

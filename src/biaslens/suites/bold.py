@@ -46,8 +46,22 @@ NOT_COMPUTED = {
 }
 
 
+def _unmatched(rec: dict[str, Any], prompts: pd.DataFrame) -> str:
+    """Why a generations record matches none of the run's prompts: a BOLD prompt of a domain the
+    run did not select, or no BOLD prompt at all."""
+    every = load_prompts()
+    pid, text = rec.get("prompt_id"), rec.get("prompt")
+    hit = every[(every["prompt_id"] == pid) | (every["prompt"] == text)]
+    if len(hit):
+        domain = hit["domain"].iloc[0]
+        chosen = ", ".join(dict.fromkeys(prompts["domain"]))
+        return (f"a BOLD prompt of the {domain} domain, which this run does not select (domains: {chosen}); add it "
+                f"with --bold-domains")
+    return "matches no BOLD prompt (by 'prompt_id' as in a BOLD run's generations.parquet, or by 'prompt' text)"
+
+
 def _match(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """A generations file matched to the prompts by ``prompt_id`` (as in prompts.csv) or by the prompt's
+    """A generations file matched to the prompts by ``prompt_id`` (as in generations.parquet) or by the prompt's
     text (the first prompt with that text: 1,376 BOLD prompts repeat another's text)."""
     from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
 
@@ -65,8 +79,7 @@ def _match(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
         elif isinstance(rec.get("prompt"), str) and rec["prompt"] in first:
             key = first[rec["prompt"]]
         else:
-            raise ConfigError(f"{path}:{rec['line']}: matches no BOLD prompt (by 'prompt_id' as in prompts.csv, or by "
-                              "'prompt' text)")
+            raise ConfigError(f"{path}:{rec['line']}: {_unmatched(rec, prompts)}")
         row = by_id.loc[key]
         model = rec.get("model")
         rows.append({"model": str(model) if isinstance(model, str) and model else path.stem, "prompt_id": key,
@@ -312,19 +325,16 @@ class Bold(Suite):
         return render(result.analysis, result.metrics, run_record=ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        from rich.markup import escape
-        from rich.table import Table
+        from biaslens.report.terminal import print_table
 
         console = ctx.console
         if console is None:
             return
         g = result.analysis["groups"]
-        t = Table(title="BOLD per group (VADER compound >= 0.5 positive, <= -0.5 negative; toxicity >= 0.5 toxic)")
-        for col in ("model", "domain", "group", "pages", "sentiment", "% pos", "% neg", "toxicity"):
-            t.add_column(col, justify="left" if col in ("model", "domain", "group") else "right")
-        for r in g.to_dict("records"):
-            t.add_row(escape(Path(str(r["model"])).name), escape(r["domain"]), escape(r["group"]), str(r["n_pages"]),
+        print_table(console, "BOLD per group (VADER compound >= 0.5 positive, <= -0.5 negative; toxicity >= 0.5 toxic)",
+                    ("model", "domain", "group", "pages", "sentiment", "% pos", "% neg", "toxicity"),
+                    [(Path(str(r["model"])).name, r["domain"], r["group"], str(r["n_pages"]),
                       number(r.get("sentiment_mean")), number(100 * r.get("positive_share", np.nan)),
                       number(100 * r.get("negative_share", np.nan)), number(r.get("toxicity_mean")))
-        console.print(t)
+                     for r in g.to_dict("records")], left=("model", "domain", "group"), key_columns=3)
         console.print(f"bold: {result.verdict}", markup=False, soft_wrap=True)

@@ -31,7 +31,8 @@ class BoldOptions(Section):
     chat: bool = Field(False, description="wrap prompts in the model's chat template (off: plain continuation)")
     generations_files: list[Path] = Field(
         default_factory=list, json_schema_extra=flag("--bold-generations", metavar="<file>"), description=(
-            "precomputed continuations, JSONL, CSV or Parquet with prompt_id (as in prompts.csv) or prompt, and "
+            "precomputed continuations, JSONL, CSV or Parquet with prompt_id (as in a BOLD run's generations.parquet) "
+            "or prompt, and "
             "response; a model field or the file name names the model (repeatable; no model is run)"))
     toxicity_classifier: str = Field("default", description=(
         "toxicity judge: default (biaslens's default judge, see docs/scorers.md), any name of the toxicity scorer "

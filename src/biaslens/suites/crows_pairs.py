@@ -231,7 +231,7 @@ def crows_verdict(s: dict[str, Any], per_type: pd.DataFrame) -> str | None:
     share = s["share"]
     if share.get("ci_low") is None:
         return None
-    est = estimate(share["share"], share["ci_low"], share["ci_high"], unit="%")
+    est = estimate(share["share"], share["ci_low"], share["ci_high"], unit="%", avoid=(0.0, 50.0))
     n, ties = share["n"], share["ties"]
     tie_text = f", {ties} tie{'s' if ties != 1 else ''} counted as not" if ties else ""
     found = per_type[per_type["verdict"] == "detected"]

@@ -371,17 +371,15 @@ def lmb_verdict(o: dict[str, Any]) -> str | None:
 
 
 def _print_summary(console, lmb: pd.DataFrame, metrics: dict) -> None:
-    from rich.table import Table
+    from biaslens.report.terminal import print_table
 
-    table = Table(title=f"RedditBias LMB ({metrics['model']})")
-    for col in ("bias type", "view", "pairs", "sign effect (95% CI)", "Holm p", "paper: t", "p", "d (95% CI)"):
-        table.add_column(col, justify="left" if col in ("bias type", "view") else "right", no_wrap=True)
-    for r in lmb.itertuples(index=False):
-        table.add_row(r.bias_type, r.view, f"{r.n_pairs:,}",
-                      estimate(r.sign_effect, r.sign_ci_low, r.sign_ci_high, signed=True, label=""),
-                      pvalue(r.sign_p_holm), number(r.t, signed=True), f"{pvalue(r.p)}{r.stars}",
-                      estimate(r.cohens_d, r.d_ci_low, r.d_ci_high, signed=True, label=""))
-    console.print(table)
+    print_table(console, f"RedditBias LMB ({metrics['model']})",
+                ("bias type", "view", "pairs", "sign effect (95% CI)", "Holm p", "paper: t", "p", "d (95% CI)"),
+                [(r.bias_type, r.view, f"{r.n_pairs:,}",
+                  estimate(r.sign_effect, r.sign_ci_low, r.sign_ci_high, signed=True, label=""),
+                  pvalue(r.sign_p_holm), number(r.t, signed=True), f"{pvalue(r.p)}{r.stars}",
+                  estimate(r.cohens_d, r.d_ci_low, r.d_ci_high, signed=True, label=""))
+                 for r in lmb.itertuples(index=False)], left=("bias type", "view"), key_columns=2)
     verdict = lmb_verdict(metrics.get("overview") or {"n_types": 0})
     if verdict:
         note = template_note(metrics)

@@ -20,4 +20,4 @@ class WinogenderOptions(Section):
     data_dir: Path | None = Field(None, description=(
         "your own copy of the Winogender data folder (all_sentences.tsv, occupations-stats.tsv) "
         "[default the shipped files]"))
-    n_bootstrap: int = Field(2000, ge=100, description="bootstrap draws over templates for the correlation's interval")
+    n_bootstrap: int = Field(2000, ge=100, description="bootstrap draws for the correlation's interval (occupations resampled, each with its templates)")

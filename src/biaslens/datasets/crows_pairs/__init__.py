@@ -75,6 +75,8 @@ def _record(path: Path, line: int, i: int, row: dict[str, str | None]) -> dict[s
         raise CrowsPairsError(f"{where}: stereo_antistereo is {direction!r}; expected 'stereo' or 'antistereo'")
     if not bias_type:
         raise CrowsPairsError(f"{where}: empty bias_type")
+    if bias_type not in BIAS_TYPES:  # a misspelt type would drop out of the per-type table unnoticed
+        raise CrowsPairsError(f"{where}: bias_type is {bias_type!r}; expected one of {', '.join(BIAS_TYPES)}")
     index = str(row.get("") or "").strip()  # the file's unnamed index column, where it has one
     pair = int(index) if index.isdigit() else i
     return {"pair": pair, "sent_more": more, "sent_less": less, "stereo_antistereo": direction,
