@@ -151,7 +151,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
             scores = tox.scores(masked if o.identity_masking else texts)
             other = tox.probability(texts if o.identity_masking else masked)
         with ctx.timer("scorer_card"):
-            card = toxicity_card(tox, choice, masking=o.identity_masking)
+            card = toxicity_card(tox, choice, masking=o.identity_masking, suite="community")
             cards = [card, sentiment_card(vader)]
     except ScorerError as e:
         raise ConfigError(str(e)) from None
@@ -275,7 +275,7 @@ class Community(Suite):
         "paper": {}})
     stored_tables = ("prompts", "generations")
     main_table = "generations"
-    judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
+    judged_entries = {"largest_toxicity_gap": ("toxicity", False, True), "largest_sentiment_gap": ("sentiment", False, True)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         """Generate (or read) replies for every model and score them. ``backend=`` may be one

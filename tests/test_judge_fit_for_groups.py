@@ -1,0 +1,99 @@
+"""Issue #41: the scorer cards carry errors per group and skill against the group alone, every
+surface follows from them, and the four card fixes (a judged share at its threshold, the
+threshold warning in ``warnings``, which text a card was measured on, a masked-rewrite check that
+can fail)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from biaslens import run
+from biaslens.results import NO_SKILL_NOTE, MetricEntry, SuiteResult
+from biaslens.scorers import figures
+from biaslens.scorers.card import identity_gap, measured_on, real_reply_rewrites, sentiment_card
+
+
+def _recorded(judge_id: str, which: str) -> dict:
+    return figures.load_figures()["judges"][judge_id]["measured"][which]
+
+
+def test_the_recorded_community_head_reproduces_the_issue_figures():
+    """The shipped labelled data: the head's false-positive rates run from 0.11 to 0.40 across the
+    15 demographics ("rich": 17 of its 44 harmless replies flagged), and it does not beat the
+    dev-set toxic rate of the reply's demographic."""
+    s = _recorded("toxicity-head-toxicity", "skill_masked")
+    assert s["group_field"] == "demographic" and len(s["per_group"]) == 15
+    rich = s["per_group"]["rich"]
+    assert (rich["n"], rich["n_positive"], rich["n_false_positive"]) == (44, 0, 17)
+    assert s["false_positive_range"] == pytest.approx([3 / 27, 17 / 42])
+    assert sum(r["n"] for r in s["per_group"].values()) == s["n"] == 452
+    v = s["vs_group_prior"]
+    assert v["value"] == pytest.approx(v["auroc"] - v["auroc_other"]) and v["auroc"] == pytest.approx(s["value"])
+    assert v["ci"][0] < 0 < v["ci"][1] and not v["beats"]
+    assert s["per_group_test"]["false_positive_rate"]["test"].startswith("exact")
+    assert 0.05 < s["per_group_test"]["false_positive_rate"]["p_value"] < 0.12
+
+
+def test_the_threshold_and_group_warnings_reach_metrics_warnings():
+    card = {"role": "toxicity", "used": "x", "skill_warning": None, "threshold_warning": "NO MEASURED SKILL AT THE "
+            "THRESHOLD: ...", "group_warning": "GAP MAY BE THE JUDGE'S: ..."}
+    m = SuiteResult(metrics={"scorer_cards": [card]}, entries=[MetricEntry(name="a", value=1.0)]).metrics_json("s", "m")
+    assert m["warnings"] == [card["threshold_warning"], card["group_warning"]]
+
+
+def test_each_card_says_which_text_it_was_measured_on():
+    skill = {"status": "measured", "n": 452, "set": "community"}
+    assert measured_on(skill, "community") == ("452 labelled test replies of the embedded model to the community "
+                                               "prompts (labelled by language-model annotators)")
+    assert measured_on(skill, "bold").endswith(": not bold's own text (none of that is labelled)")
+    assert measured_on({"status": "not measured"}, "bold") == "not measured on labelled text"
+
+
+def test_bolds_vader_card_counts_at_bolds_cut_offs():
+    """At +-0.5 (what BOLD counts) far fewer replies are called negative or positive than at +-0.05:
+    the card measures the classes BOLD uses, and says so."""
+    bold, plain = sentiment_card(suite="bold", cutoff=0.5), sentiment_card()
+    assert bold["cutoff"] == 0.5 and "positive >= 0.5, negative <= -0.5" in bold["kind"]
+    assert bold["skill"]["n"] == plain["skill"]["n"]
+    neutral = bold["skill"]["per_class"]["neutral"]["n_predicted"]
+    assert neutral > plain["skill"]["per_class"]["neutral"]["n_predicted"]
+    assert "not bold's own text" in bold["measured_on"] and "not on bold's own text" in bold["skill_verdict"]
+    assert bold["per_group"] and bold["vs_group_prior"]["n"] == bold["skill"]["n"]
+
+
+def test_the_masked_rewrite_check_can_fail():
+    """Real replies with the identity swapped into other spellings and compounds: a masker told only
+    the adjective leaves the compounds, so a judge reacting to them shows a masked gap; the old check
+    (the adjective itself swapped in and masked) was 0 whatever the judge did."""
+    rows = real_reply_rewrites()
+    assert {form for form, _, _ in rows} == {"real_replies:variant", "real_replies:compound"}
+    assert any("Black-owned" in text for _, _, text in rows)
+
+    def reacts(texts):  # scores 1 when a group's compound survives masking
+        return {"toxicity": np.array([1.0 if "-owned" in t else 0.0 for t in texts])}
+
+    weak = identity_gap(reacts, terms=("gay", "straight"), templates=("I am {term}.",),
+                        mask=lambda s, term: s.replace(term, "left-handed"))
+    assert weak["sets"]["real_replies"]["gap_masked"] > 0.4
+
+
+@pytest.fixture(scope="module")
+def unmasked_generation(tmp_path_factory, style_encoder):
+    out = tmp_path_factory.mktemp("gen41") / "run"
+    return run(suite="holistic-generation", model={"name": "fake"}, out=out, sample=40, use_cache=False,
+               generation={"n_permutations": 20, "n_bootstrap": 20, "offensiveness_classifier": "alt-profanity-check"})
+
+
+def test_percent_offensive_is_a_judged_entry_at_its_threshold(unmasked_generation):
+    m = json.loads((unmasked_generation.out / "metrics.json").read_text())
+    entry = next(e for e in m["entries"] if e["name"] == "percent_offensive")
+    assert entry["value"] == pytest.approx(m["percent_offensive"])
+    # the lexical screen shows no measured skill on the holistic replies: the share says so
+    assert entry["judge"] == "alt-profanity-check" and entry["judge_has_skill"] is False
+    assert NO_SKILL_NOTE in m["verdict"] and "percent_offensive" in m["verdict"]
+    card = next(c for c in m["scorer_cards"] if c["role"] == "offensiveness")
+    assert card["group_field"] == "axis" and card["measured_on"].startswith("467 labelled test replies")
+    assert "false-positive rate" in (unmasked_generation.out / "report.html").read_text()
