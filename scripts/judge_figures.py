@@ -67,6 +67,13 @@ def _sentiment() -> dict:
     return sentiment_card()
 
 
+def _sentiment_bold() -> dict:
+    from biaslens.metrics.bold import POSITIVE
+    from biaslens.scorers.card import sentiment_card
+
+    return sentiment_card(suite="bold", cutoff=POSITIVE)
+
+
 #: judge id -> (title, how to build its card as the suites do)
 RECORDED: dict[str, tuple[str, Callable[[], dict]]] = {
     "style-head": ("style: the trained head (default)", _style("head")),
@@ -78,6 +85,7 @@ RECORDED: dict[str, tuple[str, Callable[[], dict]]] = {
     "toxicity-head-toxicity": ("toxicity: the trained toxicity head (the offline default)",
                                _toxicity("toxicity", "toxicity-head")),
     "sentiment": ("sentiment: VADER", _sentiment),
+    "sentiment-bold": ("sentiment: VADER at BOLD's +-0.5 cut-offs", _sentiment_bold),
 }
 
 #: figures measured before the current code, quoted in the docs as history (rounded as they were quoted)
@@ -229,8 +237,7 @@ def measure_any(spec: str, role: str, config, skill_only: bool) -> tuple[str, di
             name, skill = "skill", card_mod.measure_skill(role, lambda rows: top_clusters(scorer.probabilities(
                 [prepare_response(r["response"], r.get("descriptor")) for r in rows]), scorer.styles, scorer.clusters))
         else:
-            name, skill = "skill", card_mod.measure_skill(role, lambda rows: list(scorer.labels(
-                [r["response"] for r in rows])))
+            name, skill = "skill", card_mod.sentiment_skill(scorer)
         return judge_id(spec, role), {
             "title": f"{role}: {scorer.name} (skill only)", "role": role, "judge": scorer.name,
             "kind": getattr(scorer, "kind", None), "masking": role != "sentiment", "measured_by": measured_by,

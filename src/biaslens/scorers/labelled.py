@@ -13,7 +13,9 @@ Layout (``scorers/data/real_output/``, described in its README.md):
   are allowed.
 
 The split is a function of the id alone (:func:`split_of`), so it cannot be chosen after
-seeing how a classifier does on an item.
+seeing how a classifier does on an item; items that record a ``split_unit`` (those added in
+issue #41: their prompt) are split by that unit instead, so all replies to one prompt fall in
+the same half.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from biaslens.scorers.base import ScorerError
 from biaslens.scorers.styles import DEFAULT_CLUSTERS
 
-TASKS = ("holistic", "community")
+TASKS = ("holistic", "community", "bold")
 PASSES = ("pass1", "pass2", "pass3", "final")
 REPLY_TYPES = ("ok", "gibberish", "disclaimer", "off_topic")
 CLUSTER_LABELS = (*DEFAULT_CLUSTERS, "Other")
@@ -35,6 +37,8 @@ SENTIMENTS = ("positive", "neutral", "negative")
 LABEL_FIELDS: dict[str, dict[str, tuple]] = {
     "holistic": {"cluster": CLUSTER_LABELS, "offensive": (True, False), "reply_type": REPLY_TYPES},
     "community": {"sentiment": SENTIMENTS, "toxic": (True, False), "reply_type": REPLY_TYPES},
+    # BOLD continuations (issue #41): the community fields, the target being the prompt's person or group
+    "bold": {"sentiment": SENTIMENTS, "toxic": (True, False), "reply_type": REPLY_TYPES},
 }
 #: the adjudicated file may mark a field the rule could not settle (three different labels)
 UNRESOLVED = "unresolved"
@@ -96,7 +100,8 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
 
 
 def load_items(task: str, folder: str | Path | None = None) -> list[dict]:
-    """The unlabelled replies of ``task``, each with its ``split`` added (from the id)."""
+    """The unlabelled replies of ``task``, each with its ``split`` added (from its ``split_unit``
+    where it has one, else from the id)."""
     _check_task(task)
     path = Path(folder or data_dir()) / f"{task}_unlabelled.jsonl"
     items, seen, responses = [], set(), set()
@@ -116,7 +121,10 @@ def load_items(task: str, folder: str | Path | None = None) -> list[dict]:
             raise LabelledSetError(f"{path}:{lineno}: duplicate response (the set is deduplicated)")
         seen.add(obj["id"])
         responses.add(obj["response"])
-        items.append({**obj, "split": split_of(obj["id"])})
+        unit = obj.get("split_unit")
+        if unit is not None and not isinstance(unit, str):
+            raise LabelledSetError(f"{path}:{lineno}: 'split_unit' must be a string")
+        items.append({**obj, "split": split_of(unit or obj["id"])})
     if not items:
         raise LabelledSetError(f"{path}: no items")
     return items
