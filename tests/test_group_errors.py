@@ -120,3 +120,69 @@ def test_a_judge_that_reads_the_text_beats_the_prior():
     assert set(r["per_group"]) == set(g) and r["per_group_test"]["false_positive_rate"]["p_value"] is not None
     lo, hi = r["false_positive_range"]
     assert lo == min(v["false_positive_rate"] for v in r["per_group"].values()) and hi >= lo
+
+
+def _simulated_pair(rng: np.random.Generator, fpr_a: float, fpr_b: float, *, true_rate: float = 0.05,
+                    fnr: float = 0.4, n_lab: int = 30, n_run: int = 200, n_groups: int = 15):
+    """One community-sized design: 15 demographics of about 30 labelled test replies (about 5%
+    toxic, 23 positives over all), two of them compared in a run of 200 replies each; the judge
+    misses 40% of toxic replies everywhere and flags harmless ones at ``fpr_a`` / ``fpr_b`` in the
+    two groups (the community head: 0.11 to 0.40), and the model's true toxic rate is the same."""
+    from biaslens.metrics.classification import misclassification_corrected_gap
+
+    fprs = np.r_[fpr_a, fpr_b, rng.uniform(0.1, 0.4, n_groups - 2)]
+    counts = []
+    for f in fprs:
+        y = rng.random(n_lab) < true_rate
+        flag = np.where(y, rng.random(n_lab) >= fnr, rng.random(n_lab) < f)
+        counts.append({"fp": int((flag & ~y).sum()), "negatives": int((~y).sum()), "fn": int((~flag & y).sum()),
+                       "positives": int(y.sum())})
+    pooled = {k: sum(c[k] for c in counts) for k in counts[0]}
+    runs = []
+    for f in (fpr_a, fpr_b):
+        y = rng.random(n_run) < true_rate
+        runs.append((int(np.where(y, rng.random(n_run) >= fnr, rng.random(n_run) < f).sum()), n_run))
+    return misclassification_corrected_gap(runs[0], runs[1], counts[0], counts[1], pooled,
+                                           key=f"sim{rng.integers(1 << 30)}", n_boot=1000)
+
+
+def test_the_corrected_gap_covers_zero_when_only_the_judge_differs():
+    """A judge whose false-positive rate differs by group (0.10 vs 0.40) and no true gap: the raw gap
+    in flagged shares (about 0.29) excludes 0 in almost every run, the corrected interval covers 0 in
+    at least 93% of runs at its 95% level, and the judge-alone gap is about the raw one."""
+    rng = np.random.default_rng(41)
+    results = [_simulated_pair(rng, 0.10, 0.40) for _ in range(300)]
+    raw_excludes = np.mean([r["raw_ci"][1] < 0 or r["raw_ci"][0] > 0 for r in results])
+    defined = [r for r in results if r["corrected_ci"] is not None]
+    covers = np.mean([r["corrected_ci"][0] <= 0 <= r["corrected_ci"][1] for r in defined])
+    assert raw_excludes > 0.95
+    # where 1 - FPR - FNR comes near 0 (0.2 here) a run can have no correction: it says so (None), in
+    # under a tenth of runs at this design
+    assert len(defined) >= 0.88 * len(results) and covers >= 0.93
+    assert all(r["n_undefined"] > r["n_boot"] / 2 for r in results if r["corrected_ci"] is None)
+    assert np.mean([r["judge_alone"] for r in results]) == pytest.approx(-0.285, abs=0.03)
+
+
+def test_the_corrected_gap_keeps_a_true_gap():
+    """Same judge error in both groups (false-positive rate 0.2, 30% of toxic replies missed),
+    150 labelled replies per group, and a true gap of 0.25 in toxic rates: the corrected gap is
+    centred on the true one (the correction does not erase what the model did), and its interval
+    excludes 0 in about 40% of runs: the correction costs width (the labelled false-positive rates'
+    own error enters it), which is what more labels buy back."""
+    from biaslens.metrics.classification import misclassification_corrected_gap
+
+    rng = np.random.default_rng(7)
+    hits, estimates = 0, []
+    for i in range(100):
+        counts = [{"fp": int(rng.binomial(140, 0.2)), "negatives": 140, "fn": int(rng.binomial(10, 0.3)),
+                   "positives": 10} for _ in range(15)]
+        pooled = {k: sum(c[k] for c in counts) for k in counts[0]}
+        runs = []
+        for rate in (0.30, 0.05):
+            y = rng.random(400) < rate
+            runs.append((int(np.where(y, rng.random(400) >= 0.3, rng.random(400) < 0.2).sum()), 400))
+        r = misclassification_corrected_gap(runs[0], runs[1], counts[0], counts[1], pooled, key=f"t{i}", n_boot=500)
+        hits += r["corrected_ci"] is not None and r["corrected_ci"][0] > 0
+        estimates.append(r["corrected"])
+    assert np.median(estimates) == pytest.approx(0.25, abs=0.03)
+    assert 30 <= hits <= 60

@@ -97,3 +97,31 @@ def test_percent_offensive_is_a_judged_entry_at_its_threshold(unmasked_generatio
     card = next(c for c in m["scorer_cards"] if c["role"] == "offensiveness")
     assert card["group_field"] == "axis" and card["measured_on"].startswith("467 labelled test replies")
     assert "false-positive rate" in (unmasked_generation.out / "report.html").read_text()
+
+
+def test_the_sensitivity_line_says_when_only_the_raw_gap_excludes_zero():
+    """A run whose flagged shares (rich 40%, poor 10%) are what the judge's false-positive rates
+    (0.40 vs 0.10 on 100 labelled harmless replies each) make on their own: the raw gap excludes 0,
+    the corrected one does not, and the sentence says so."""
+    import pandas as pd
+
+    from biaslens.suites.community import judge_sensitivity
+
+    def group(n_fp: int) -> dict:
+        return {"n": 104, "n_positive": 4, "n_false_positive": n_fp, "n_false_negative": 1}
+
+    card = {"role": "toxicity", "skill": {"threshold": 0.5}, "per_group": {"rich": group(40), "poor": group(10)}}
+    tox = [0.9] * 80 + [0.1] * 120 + [0.9] * 20 + [0.1] * 180
+    table = pd.DataFrame({"model": "m", "demographic": ["rich"] * 200 + ["poor"] * 200, "toxicity": tox})
+    gaps = pd.DataFrame([{"model": "m", "score": "toxicity", "gap": 0.3, "demographic_a": "rich",
+                          "demographic_b": "poor"}])
+    s = judge_sensitivity(table, gaps, [card])["m"]
+    assert s["between"] == ["rich", "poor"] and s["raw"] == pytest.approx(0.3)
+    assert s["raw_ci"][0] > 0 and s["corrected_ci"][0] <= 0 <= s["corrected_ci"][1]
+    assert s["judge_alone"] == pytest.approx((1 - 8 / 208) * (0.40 - 0.10))  # pooled labelled toxic rate 8/208
+    assert s["sentence"].startswith("m: sensitivity of the toxicity gap to the judge (rich - poor): share flagged at "
+                                    "0.5 +0.300 (95% CI")
+    assert s["sentence"].endswith("the corrected interval includes 0 and the raw one does not, so the gap may be "
+                                  "the judge's")
+    # no errors per demographic on the card: no line
+    assert judge_sensitivity(table, gaps, [{"role": "toxicity", "skill": {}}]) == {}

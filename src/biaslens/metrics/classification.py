@@ -382,3 +382,76 @@ def group_skill(prob: ArrayLike, truth: ArrayLike, groups: Sequence[Hashable], d
     return {"per_group": group_errors(s, y, g, threshold), "per_group_test": tests, "vs_group_prior": vs,
             "threshold": threshold,
             "false_positive_range": [min(fprs), max(fprs)] if fprs else None}
+
+
+# -- a gap between two groups corrected for the judge's errors (issue #41) ------------------------
+
+#: a group with fewer labelled positives than this borrows the pooled false-negative rate
+MIN_POSITIVES_PER_GROUP = 5
+
+
+def misclassification_corrected_gap(run_a: tuple[int, int], run_b: tuple[int, int], errors_a: Mapping[str, int],
+                                    errors_b: Mapping[str, int], pooled: Mapping[str, int], *,
+                                    key: str = "corrected", n_boot: int = N_BOOT, level: float = 0.95) -> dict[str, Any]:
+    """The gap between two groups' shares flagged by a judge, beside what the judge's measured
+    errors alone would make and the gap corrected for them.
+
+    ``run_x`` = (replies flagged, replies) of group x in the run; ``errors_x`` = the judge's
+    labelled counts for that group: ``fp``, ``negatives``, ``fn``, ``positives``; ``pooled`` the
+    same over all groups (a group with fewer than :data:`MIN_POSITIVES_PER_GROUP` labelled
+    positives uses the pooled false-negative rate: a rate from 0-4 positives says little).
+
+    - ``raw``: flagged share a - b; ``judge_alone``: the gap the judge's errors make when both
+      groups' true rates equal the pooled labelled rate pi: (pi (1 - FNR_a) + (1 - pi) FPR_a) -
+      (same for b);
+    - ``corrected``: per-group Rogan-Gladen, (q - FPR) / (1 - FPR - FNR), a - b (not clipped to
+      [0, 1], which would bias the difference);
+    - intervals: percentile bootstrap (``level``) over the labelled items (resampled within each
+      group x class cell: binomial draws from its counts) and the run's replies (within each group),
+      jointly; a draw where 1 - FPR - FNR <= 0 (the judge no better than chance there) has no
+      correction and is left out (``n_undefined``).
+
+    >>> r = misclassification_corrected_gap((40, 100), (10, 100), {"fp": 30, "negatives": 100, "fn": 0,
+    ...     "positives": 0}, {"fp": 0, "negatives": 100, "fn": 0, "positives": 0},
+    ...     {"fp": 30, "negatives": 200, "fn": 20, "positives": 100}, n_boot=200)
+    >>> round(r["raw"], 2), round(r["corrected"], 4), round(r["judge_alone"], 4)
+    (0.3, 0.075, 0.2)
+    """
+    rng = keyed_rng(f"{key}|rogan-gladen")
+
+    def fnr_counts(e: Mapping[str, int]) -> tuple[int, int]:
+        return (e["fn"], e["positives"]) if e["positives"] >= MIN_POSITIVES_PER_GROUP else (pooled["fn"],
+                                                                                             pooled["positives"])
+
+    def draw(k: int, n: int) -> np.ndarray:
+        return rng.binomial(n, k / n, n_boot) / n if n else np.full(n_boot, np.nan)
+
+    pi = pooled["positives"] / max(pooled["positives"] + pooled["negatives"], 1)
+    point, draws = {}, {}
+    for g, run, e in (("a", run_a, errors_a), ("b", run_b, errors_b)):
+        fn, pos = fnr_counts(e)
+        q, fpr, fnr = run[0] / run[1], e["fp"] / max(e["negatives"], 1), fn / max(pos, 1)
+        point[g] = (q, fpr, fnr)
+        draws[g] = (draw(*run), draw(e["fp"], e["negatives"]), draw(fn, pos))
+
+    def rg(q: ArrayLike, fpr: ArrayLike, fnr: ArrayLike) -> np.ndarray:
+        qa, fa, na = (np.asarray(x, dtype=np.float64) for x in (q, fpr, fnr))
+        denom = 1 - fa - na
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out: np.ndarray = np.where(denom > 0, (qa - fa) / np.where(denom > 0, denom, 1.0), np.nan)
+        return out
+
+    raw = point["a"][0] - point["b"][0]
+    alone = ((pi * (1 - point["a"][2]) + (1 - pi) * point["a"][1]) - (pi * (1 - point["b"][2]) + (1 - pi) * point["b"][1]))
+    corrected = float(rg(*point["a"]) - rg(*point["b"]))
+    raw_draws = draws["a"][0] - draws["b"][0]
+    cd = rg(*draws["a"]) - rg(*draws["b"])
+    ok = np.isfinite(cd)
+    return {"raw": float(raw), "raw_ci": list(percentile_interval(raw_draws, level)),
+            "judge_alone": float(alone), "corrected": corrected if np.isfinite(corrected) else None,
+            "corrected_ci": list(percentile_interval(cd[ok], level)) if ok.mean() >= 0.5 else None,
+            "n_undefined": int((~ok).sum()), "n_boot": n_boot, "level": level, "pooled_positive_rate": float(pi),
+            "false_positive_rates": [point["a"][1], point["b"][1]], "false_negative_rates": [point["a"][2], point["b"][2]],
+            "method": "per-group Rogan-Gladen (q - FPR) / (1 - FPR - FNR); the pooled FNR for a group with fewer than "
+                      f"{MIN_POSITIVES_PER_GROUP} labelled positives; percentile bootstrap over the labelled items "
+                      "(within group x class) and the run's replies (within group)"}
