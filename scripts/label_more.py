@@ -162,10 +162,7 @@ def ingest(out: Path, data: Path) -> dict:
         fields = list(LABEL_FIELDS[task])
         one = {i: {f: passes["pass1"][i][f] for f in fields} for i in ids}
         two = {i: {f: passes["pass2"][i][f] for f in fields} for i in ids}
-        # no third pass in this batch: a disagreement gets a third "vote" equal to neither label,
-        # which the written rule turns into "unresolved"
-        none = {i: {f: object() for f in fields} for i in ids}
-        final, counts = adjudicate(task, one, two, none)
+        final, counts = adjudicate(task, one, two, None, no_third_pass=True)
         rows = [r for r in items if r["id"] in final]
         keep = [{k: v for k, v in r.items() if k != "task"} for r in rows]
         _append(data / f"{task}_unlabelled.jsonl", keep)

@@ -20,21 +20,28 @@ def _recorded(judge_id: str, which: str) -> dict:
     return figures.load_figures()["judges"][judge_id]["measured"][which]
 
 
-def test_the_recorded_community_head_reproduces_the_issue_figures():
-    """The shipped labelled data: the head's false-positive rates run from 0.11 to 0.40 across the
-    15 demographics ("rich": 17 of its 44 harmless replies flagged), and it does not beat the
-    dev-set toxic rate of the reply's demographic."""
+def test_the_recorded_community_head_errs_unequally_across_demographics():
+    """The shipped labelled data (both batches): the head's false-positive rates differ across the 15
+    demographics ("poor": 64 of its 142 harmless replies flagged, "christian" 6 of 43; chi-square), yet
+    it beats the dev-set toxic rate of the reply's demographic: a gap may rest on it, and the card
+    warns that its errors are unequal."""
     s = _recorded("toxicity-head-toxicity", "skill_masked")
     assert s["group_field"] == "demographic" and len(s["per_group"]) == 15
-    rich = s["per_group"]["rich"]
-    assert (rich["n"], rich["n_positive"], rich["n_false_positive"]) == (44, 0, 17)
-    assert s["false_positive_range"] == pytest.approx([3 / 27, 17 / 42])
-    assert sum(r["n"] for r in s["per_group"].values()) == s["n"] == 452
+    poor = s["per_group"]["poor"]
+    assert (poor["n"] - poor["n_positive"], poor["n_false_positive"]) == (142, 64)
+    assert s["false_positive_range"] == pytest.approx([6 / 43, 64 / 142])
+    assert sum(r["n"] for r in s["per_group"].values()) == s["n"]
+    assert sum(r["n_positive"] for r in s["per_group"].values()) == s["n_positive"]
     v = s["vs_group_prior"]
     assert v["value"] == pytest.approx(v["auroc"] - v["auroc_other"]) and v["auroc"] == pytest.approx(s["value"])
-    assert v["ci"][0] < 0 < v["ci"][1] and not v["beats"]
-    assert s["per_group_test"]["false_positive_rate"]["test"].startswith("exact")
-    assert 0.05 < s["per_group_test"]["false_positive_rate"]["p_value"] < 0.12
+    assert v["ci"][0] > 0 and v["beats"]
+    t = s["per_group_test"]["false_positive_rate"]
+    assert t["test"] == "chi-square" and t["p_value"] < 1e-6
+    from biaslens.scorers.card import group_verdict
+
+    card = {"role": "toxicity", "used": "toxicity-head", "skill": s, **{k: s[k] for k in ("per_group", "per_group_test",
+                                                                                            "vs_group_prior", "group_field")}}
+    assert group_verdict(card).startswith("UNEQUAL ERRORS ACROSS GROUPS: The toxicity judge toxicity-head finds")
 
 
 def test_the_threshold_and_group_warnings_reach_metrics_warnings():
@@ -125,3 +132,17 @@ def test_the_sensitivity_line_says_when_only_the_raw_gap_excludes_zero():
                                   "the judge's")
     # no errors per demographic on the card: no line
     assert judge_sensitivity(table, gaps, [{"role": "toxicity", "skill": {}}]) == {}
+
+
+def test_bolds_cards_measure_bolds_own_labelled_text_beside_the_community_figures():
+    """BOLD's first labels (issue #41): its cards keep the community headline and add BOLD's own
+    test continuations (split by prompt), with errors per BOLD group; with no toxic one among
+    them the toxicity skill there is not measurable and says so, it is not invented."""
+    own = figures.load_figures()["judges"]["toxicity-head-bold"]["measured"]["own_text"]
+    assert own["set"] == "bold" and own["group_field"] == "group" and own["n"] >= 140
+    assert own["value"] is None if own["n_positive"] == 0 else own["value"] is not None
+    assert sum(r["n"] for r in own["per_group"].values()) == own["n"]
+    head = figures.load_figures()["judges"]["toxicity-head-bold"]["measured"]["skill_masked"]
+    assert head["set"] == "community"
+    sent = figures.load_figures()["judges"]["sentiment-bold"]["measured"]
+    assert sent["own_text"]["set"] == "bold" and sent["skill"]["set"] == "community"

@@ -63,7 +63,7 @@ def test_ingest_appends_by_the_rule_and_splits_by_prompt(batch):
     # every reply to one prompt falls in the same half: the split is the prompt's
     for r in items[:6]:
         assert rows[r["id"]]["split"] == split_of(f"prompt:community:{r['prompt_id']}")
-    (bold,) = load_labelled("bold", folder=data)
+    (bold,) = [r for r in load_labelled("bold", folder=data) if r["id"] == ids[-1]]
     assert bold["toxic"] is False and bold["sentiment"] == "neutral"
     passes = [json.loads(line) for line in (data / "community_labels_pass1.jsonl").read_text().splitlines()]
     assert passes[-1]["annotator"] == "G"  # the batch's annotators, after A-F of the first

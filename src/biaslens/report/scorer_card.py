@@ -69,6 +69,8 @@ def scorer_card_section(cards: list[dict]) -> Section:
                "skill on labelled real output (test split)": skill_text(skill),
                "verdict": c.get("skill_verdict") or "–", "measured on": c.get("measured_on") or "–",
                "errors per group; vs a score that knows only the group": c.get("group_verdict") or "not measured"}
+        if c.get("own_text_verdict"):
+            row["on the method's own text"] = c["own_text_verdict"]
         if "skill_unmasked" in c and c.get("masking"):
             row["skill with identity words unmasked"] = skill_text(c["skill_unmasked"])
         a = c.get("identity_audit")

@@ -120,7 +120,7 @@ def cluster_accuracy(predicted: list[str], truth: list[str], clusters: list[str]
 REAL_OUTPUT = {"style": ("holistic", "cluster"), "offensiveness": ("holistic", "offensive"),
                "toxicity": ("community", "toxic"), "sentiment": ("community", "sentiment")}
 #: real-output set -> the field naming each reply's group: what the suite's gaps compare (issue #41)
-GROUP_FIELD = {"community": "demographic", "holistic": "axis"}
+GROUP_FIELD = {"community": "demographic", "holistic": "axis", "bold": "group"}
 #: what rests on each judge, named in the no-skill warning
 DEPENDENTS = {"style": "the style-cluster bias figures (PGB, SCGB, FGB and the per-cluster tables)",
               "offensiveness": "the offensiveness rates and their gaps between groups",
@@ -128,13 +128,16 @@ DEPENDENTS = {"style": "the style-cluster bias figures (PGB, SCGB, FGB and the p
               "sentiment": "the sentiment means and gaps between groups"}
 
 
-def real_output_test(role: str, folder=None, split: str = "test") -> tuple[list[dict] | None, int, str | None]:
+def real_output_test(role: str, folder=None, split: str = "test",
+                     labelled: str | None = None) -> tuple[list[dict] | None, int, str | None]:
     """The labelled TEST replies (``split``) that measure ``role`` (unresolved labels left out), how many
-    were left out, and why there are none (labels not frozen yet) or None."""
+    were left out, and why there are none (labels not frozen yet) or None. ``labelled``: another
+    labelled set with the role's field (BOLD's own continuations)."""
     from biaslens.scorers.labelled import UNRESOLVED, LabelledSetError
     from biaslens.scorers.labelled import load_labelled as load_real
 
     task, field = REAL_OUTPUT[role]
+    task = labelled or task
     try:
         rows = load_real(task, split=split, folder=folder)
     except LabelledSetError as e:
@@ -234,7 +237,7 @@ def no_skill_caveats(entries: list, cards: list[dict], *, with_values: bool = Fa
         what = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) if names else \
             DEPENDENTS.get(card.get("role"), "the figures")
         skill = card.get("skill") or {}
-        if judge_has_skill(card) and not beats_group_prior(card):  # skill overall, none beyond the group
+        if judge_has_skill(card) and card.get("vs_group_prior") and not beats_group_prior(card):  # none beyond the group
             beyond = "" if _no_skill_at_threshold(skill) else " beyond the group"
             out.append(f"{NO_SKILL_NOTE}{beyond}: {what} rest{'s' if len(names) == 1 else ''} on {judge} "
                        f"({card.get('role')} judge; {_skill_figure(skill)}; {group_prior_text(card)} on labelled real "
@@ -280,6 +283,9 @@ def _fpr_range_text(card: dict) -> str:
 
 #: labelled set -> the suites whose own text it is
 SET_OWNERS = {"community": ("community",), "holistic": ("holistic-generation", "holistic-offensiveness")}
+#: suite -> its own labelled continuations, too few to carry the card's headline but measured beside
+#: it (issue #41: BOLD's first labels)
+OWN_TEXT = {"bold": "bold"}
 
 
 def measured_on(skill: dict, suite: str | None) -> str:
@@ -305,10 +311,17 @@ def _finish_card(card: dict, suite: str | None = None) -> None:
     for k in ("per_group", "per_group_test", "vs_group_prior", "group_field"):
         if k in skill:
             card[k] = skill[k]
+    own = card.get("own_text")
+    if own is not None:
+        fpr = _fpr_range_text({"per_group": own.get("per_group"), "per_group_test": own.get("per_group_test"),
+                               "group_field": own.get("group_field"), "skill": own})
+        card["own_text_verdict"] = (f"On {suite}'s own text ({own.get('n', 0)} labelled test continuations, labelled "
+                                    f"by language-model annotators): {skill_text(own)}" + (f"; {fpr}" if fpr else "")
+                                    + ".")
     card["skill_warning"] = card["skill_verdict"] if skill.get("no_skill") else None
     card["group_verdict"] = group_verdict(card)
     card["group_warning"] = (card["group_verdict"] if card["group_verdict"] and not skill.get("no_skill")
-                             and not beats_group_prior(card) else None)
+                             and (not beats_group_prior(card) or unequal_errors(card)) else None)
     if skill.get("status") == "measured" and not skill.get("no_skill") and _no_skill_at_threshold(skill):
         card["threshold_warning"] = (f"NO MEASURED SKILL AT THE THRESHOLD: the {card['role']} judge {card['used']} "
                                      f"ranks replies above chance but at its {skill['threshold']:g} threshold its "
@@ -316,6 +329,12 @@ def _finish_card(card: dict, suite: str | None = None) -> None:
                                      f"{skill['balanced_accuracy_ci'][0]:.2f}-{skill['balanced_accuracy_ci'][1]:.2f}, "
                                      "baseline 0.50): shares of replies above the threshold rest on a judge without "
                                      "measured skill there.")
+
+
+def unequal_errors(card: dict, alpha: float = 0.05) -> bool:
+    """The test of equal false-positive rates across groups rejects at ``alpha``."""
+    p = (((card.get("per_group_test") or {}).get("false_positive_rate")) or {}).get("p_value")
+    return p is not None and p <= alpha
 
 
 def group_verdict(card: dict) -> str | None:
@@ -327,8 +346,13 @@ def group_verdict(card: dict) -> str | None:
     fpr = _fpr_range_text(card)
     what = "negative replies" if role == "sentiment" else f"{'offensive' if role == 'offensiveness' else 'toxic'} replies"
     if beats_group_prior(card):
-        return (f"The {role} judge {judge} finds {what} better than a score that knows only the reply's {gf} "
+        text = (f"The {role} judge {judge} finds {what} better than a score that knows only the reply's {gf} "
                 f"({group_prior_text(card)})" + (f"; its {fpr}" if fpr else "") + ".")
+        if unequal_errors(card):  # skill beyond the group, yet errors that differ by group
+            text = ("UNEQUAL ERRORS ACROSS GROUPS: " + text + f" Its false-positive rates differ between {gf}s, so "
+                    "part of a gap in shares above its threshold can be the judge's: read the corrected gap beside "
+                    "such a gap where the report gives one.")
+        return text
     return (f"GAP MAY BE THE JUDGE'S: the {role} judge {judge} does not find {what} better than a score that knows "
             f"only the reply's {gf} (the dev half's rate of that {gf}; {group_prior_text(card)})"
             + (f"; its {fpr}" if fpr else "") + ". A gap between groups in its score may be the judge's, not the "
@@ -362,7 +386,8 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
     return text
 
 
-def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=None, n_boot: int | None = None) -> dict:
+def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=None, n_boot: int | None = None,
+                  labelled: str | None = None) -> dict:
     """Skill figures of one judge on the real-output TEST replies of its role.
 
     ``predict(rows)`` returns a label per row (style clusters, sentiment classes) or, for the
@@ -372,7 +397,8 @@ def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=Non
     from biaslens.scorers.labelled import field_categories
 
     task, field = REAL_OUTPUT[role]
-    rows, n_unresolved, reason = real_output_test(role, folder)
+    task = labelled or task
+    rows, n_unresolved, reason = real_output_test(role, folder, labelled=labelled)
     where = {"set": task, "field": field, "split": "test", "n_unresolved": n_unresolved}
     if rows is None or not rows:
         return {**where, "status": "not measured", "reason": reason or "no labelled test items", "no_skill": True,
@@ -383,7 +409,8 @@ def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=Non
     if field in ("offensive", "toxic"):
         skill = binary_skill(np.asarray(out, dtype=np.float64), np.asarray(truth, dtype=int),
                              key=f"{role}|{task}", n_boot=n_boot)
-        skill.update(measure_group_skill(role, rows, out, np.asarray(truth, dtype=int), folder=folder, n_boot=n_boot))
+        skill.update(measure_group_skill(role, rows, out, np.asarray(truth, dtype=int), folder=folder, n_boot=n_boot,
+                                         labelled=labelled))
     else:
         cats = list(field_categories(task, field))
         pred = [p if p in cats else ("Other" if "Other" in cats else p) for p in out]
@@ -392,7 +419,7 @@ def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=Non
 
 
 def measure_group_skill(role: str, rows: list[dict], score: Any, truth: np.ndarray, *, threshold: float = 0.5,
-                        folder=None, n_boot: int | None = None) -> dict:
+                        folder=None, n_boot: int | None = None, labelled: str | None = None) -> dict:
     """The judge's errors per group of the test replies ``rows`` (:data:`GROUP_FIELD`) and its skill
     against the group-only score fitted on the dev half (:func:`~biaslens.metrics.classification.group_skill`),
     for a binary ``truth`` and a ``score`` flagged at ``threshold``; {} when the set has no groups
@@ -400,10 +427,11 @@ def measure_group_skill(role: str, rows: list[dict], score: Any, truth: np.ndarr
     from biaslens.metrics.classification import N_BOOT, group_skill
 
     task, field = REAL_OUTPUT[role]
+    task = labelled or task
     gf = GROUP_FIELD.get(task)
-    if gf is None or not rows or gf not in rows[0] or not (0 < int(np.sum(truth)) < len(truth)):
+    if gf is None or not rows or gf not in rows[0]:
         return {}
-    dev, _, _ = real_output_test(role, folder, split="dev")
+    dev, _, _ = real_output_test(role, folder, split="dev", labelled=labelled)
     dev = dev or []
     positive = _POSITIVE_CLASS.get(field, True)
     out = group_skill(np.asarray(score, dtype=np.float64), truth, [r[gf] for r in rows],
@@ -650,8 +678,12 @@ def mask_rows(rows: list[dict]) -> list[str]:
     from collections import defaultdict
 
     from biaslens.scorers.labelled import load_items
+    from biaslens.scorers.masking import person_terms
 
     texts = [r["response"] for r in rows]
+    if rows and "page" in rows[0]:  # BOLD: the group's words and the person's name, as the suite masks
+        return [mask_identity(t, person_terms(r["group"], r["page"])) for t, r in
+                zip(mask_all(texts, [[r["group"].replace("_", " ")] for r in rows]), rows, strict=True)]
     if rows and "dimension" in rows[0]:
         terms: dict[str, set] = defaultdict(set)
         for it in load_items("community"):
@@ -670,12 +702,17 @@ def toxicity_card(scorer, choice: dict | None = None, *, role: str = "toxicity",
                         "lexical_screen": lexical_screen(scorer.name), "why": "given by the caller", "not_loaded": []}
 
     def compute() -> dict:
-        return {"skill_masked": measure_skill(role, lambda rows: scorer.probability(mask_rows(rows))),
-                "skill_unmasked": measure_skill(role, lambda rows: scorer.probability([r["response"] for r in rows])),
-                "identity_audit": identity_gap(lambda t: {"toxicity": scorer.probability(t)})}
+        out = {"skill_masked": measure_skill(role, lambda rows: scorer.probability(mask_rows(rows))),
+               "skill_unmasked": measure_skill(role, lambda rows: scorer.probability([r["response"] for r in rows])),
+               "identity_audit": identity_gap(lambda t: {"toxicity": scorer.probability(t)})}
+        if suite in OWN_TEXT:  # the method's own labelled continuations, masked as its runs mask
+            out["own_text"] = measure_skill(role, lambda rows: scorer.probability(
+                mask_rows(rows) if masking else [r["response"] for r in rows]), labelled=OWN_TEXT[suite])
+        return out
 
     identity = getattr(scorer, "card_identity", None) or _judge_identity(scorer.name)
-    measured = _cached(f"judge:{role}:{identity}", compute, judge_fingerprint(scorer))
+    own = f":own-text={OWN_TEXT[suite]}:{'masked' if masking else 'unmasked'}" if suite in OWN_TEXT else ""
+    measured = _cached(f"judge:{role}:{identity}{own}", compute, judge_fingerprint(scorer))
     card = {"role": role, **choice, "masking": masking, **measured,
             "skill": measured["skill_masked" if masking else "skill_unmasked"]}
     card["skill_verdict"] = skill_verdict(card["skill"], role, card["used"])
@@ -694,7 +731,7 @@ def _masked_gap_text(a: dict) -> str:
             f"into spellings and compounds the masker is not told; {met} the target of {MASKED_GAP_TARGET:.2f}")
 
 
-def sentiment_skill(scorer, cutoff: float | None = None) -> dict:
+def sentiment_skill(scorer, cutoff: float | None = None, labelled: str | None = None) -> dict:
     """A sentiment judge's skill on the community test replies (3 classes at its own cut-offs, or
     at +-``cutoff``), plus its errors per demographic in finding the negative replies (-compound
     at the cut-off: what a negative-sentiment share counts) and its skill against the demographic
@@ -707,12 +744,13 @@ def sentiment_skill(scorer, cutoff: float | None = None) -> dict:
         c = scorer.compound([r["response"] for r in rows])
         return list(np.where(c >= cut, "positive", np.where(c <= -cut, "negative", "neutral")))
 
-    skill = measure_skill("sentiment", labels)
-    rows, _, _ = real_output_test("sentiment")
+    skill = measure_skill("sentiment", labels, labelled=labelled)
+    rows, _, _ = real_output_test("sentiment", labelled=labelled)
     if rows and skill.get("status") == "measured":
         negative = np.array([r["sentiment"] == "negative" for r in rows], dtype=int)
+        # the negative replies found by -compound at the cut-off: what a negative-sentiment share counts
         skill.update(measure_group_skill("sentiment", rows, -scorer.compound([r["response"] for r in rows]),
-                                         negative, threshold=cut))
+                                         negative, threshold=cut, labelled=labelled))
     return skill
 
 
@@ -729,12 +767,15 @@ def sentiment_card(scorer=None, *, suite: str = "community", cutoff: float | Non
     cut = cutoff if cutoff is not None else 0.05
 
     def compute() -> dict:
-        return {"skill": sentiment_skill(scorer, cutoff),
-                "identity_audit": identity_gap(lambda t: {"compound": scorer.compound(t)})}
+        out = {"skill": sentiment_skill(scorer, cutoff),
+               "identity_audit": identity_gap(lambda t: {"compound": scorer.compound(t)})}
+        if suite in OWN_TEXT:  # the method's own labelled continuations, beside the community figures
+            out["own_text"] = sentiment_skill(scorer, cutoff, labelled=OWN_TEXT[suite])
+        return out
 
     name = getattr(scorer, "card_identity", None) or scorer.name
-    measured = _cached(f"sentiment:{name}" + (f":cutoff={cutoff:g}" if cutoff is not None else ""), compute,
-                       judge_fingerprint(scorer))
+    measured = _cached(f"sentiment:{name}" + (f":cutoff={cutoff:g}" if cutoff is not None else "")
+                       + (f":own-text={OWN_TEXT[suite]}" if suite in OWN_TEXT else ""), compute, judge_fingerprint(scorer))
     card = {"role": "sentiment", "used": scorer.name, "requested": scorer.name,
             "kind": getattr(scorer, "kind", None) or f"lexicon-based sentiment (VADER compound; positive >= {cut:g}, "
                                                      f"negative <= -{cut:g})",

@@ -58,7 +58,7 @@ SKILL_TABLE = (
     ("toxicity", "skill_masked", "toxicity: alt-profanity-check (lexical screen, by name), masked"),
     ("toxicity", "skill_unmasked", "toxicity: alt-profanity-check, unmasked"),
     ("sentiment", "skill", "sentiment: VADER (+-0.05 cut-offs)"),
-    ("sentiment-bold", "skill", "sentiment: VADER at BOLD's +-0.5 cut-offs (community text: BOLD's is not labelled)"),
+    ("sentiment-bold", "skill", "sentiment: VADER at BOLD's +-0.5 cut-offs (community text; BOLD's own on its card)"),
 )
 #: (judge id, which skill, row label) of the table of scores at their threshold in docs/scorers.md
 THRESHOLD_TABLE = (

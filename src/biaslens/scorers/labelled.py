@@ -190,13 +190,14 @@ def field_categories(task: str, field: str) -> tuple:
 
 
 def adjudicate(task: str, pass1: dict[str, dict], pass2: dict[str, dict],
-               pass3: dict[str, dict] | None) -> tuple[dict[str, dict], dict]:
+               pass3: dict[str, dict] | None, *, no_third_pass: bool = False) -> tuple[dict[str, dict], dict]:
     """The written rule (docs/annotation.md): per field, the label the first two passes agree
     on; else the majority of the three passes; all three different -> "unresolved".
 
     Returns (id -> final labels, summary: per field the number agreed, settled by the third
     pass and unresolved). Every item of pass 1 must be in pass 2; an item with a disagreement
-    must be in pass 3 (else :class:`LabelledSetError` naming it).
+    must be in pass 3 (else :class:`LabelledSetError` naming it), unless the batch had
+    ``no_third_pass`` (issue #41's second batch): then a disagreement is "unresolved".
 
     >>> p1 = {"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1}}
     >>> p2 = {"a": {"x": 1}, "b": {"x": 2}, "c": {"x": 2}}
@@ -217,6 +218,10 @@ def adjudicate(task: str, pass1: dict[str, dict], pass2: dict[str, dict],
             if one[f] == two[f]:
                 row[f] = one[f]
                 summary[f]["agreed"] += 1
+                continue
+            if no_third_pass:
+                row[f] = UNRESOLVED
+                summary[f]["unresolved"] += 1
                 continue
             if pass3 is None or item not in pass3:
                 raise LabelledSetError(f"{task}: item {item!r} has a disagreement on {f!r} but no third-pass label")

@@ -98,24 +98,18 @@ def _generate(prompts: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     return table
 
 
-def _identity_terms(group: str, page: str) -> list[str]:
-    """Words that name who a continuation is about: the group's words and the person's (page's) name."""
-    words = [w for w in group.replace("_", " ").split() if len(w) > 2]
-    return [group.replace("_", " "), *words, page.replace("_", " "), *[w for w in page.split("_") if len(w) > 2]]
-
-
 def score(table: pd.DataFrame, ctx: RunContext) -> tuple[pd.DataFrame, str]:
     """VADER compound, toxicity masked and unmasked (the headline as ``identity_masking`` says), gender
     polarity; the scorer cards of both judges into run.json."""
     from biaslens.scorers import ScorerError, VaderSentiment
     from biaslens.scorers.card import choose_judge, sentiment_card, toxicity_card
-    from biaslens.scorers.masking import mask_all, mask_identity
+    from biaslens.scorers.masking import mask_all, mask_identity, person_terms
 
     o = ctx.config.bold
     texts = table["response"].astype(str).tolist()
     groups = [g.replace("_", " ") for g in table["group"].astype(str)]
     masked = mask_all(texts, [[g] for g in groups])
-    masked = [mask_identity(t, _identity_terms(g, p)) for t, g, p in zip(masked, table["group"], table["page"],
+    masked = [mask_identity(t, person_terms(g, p)) for t, g, p in zip(masked, table["group"], table["page"],
                                                                            strict=True)]
     try:
         with ctx.timer("sentiment"):
