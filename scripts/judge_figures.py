@@ -43,12 +43,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _toxicity(role: str, name: str = "alt-profanity-check") -> Callable[[], dict]:
+def _toxicity(role: str, name: str = "alt-profanity-check", suite: str | None = None) -> Callable[[], dict]:
     def build() -> dict:
         from biaslens.scorers.card import choose_judge, toxicity_card
 
         judge, choice = choose_judge(name, role=role)
-        return toxicity_card(judge, choice, role=role)
+        return toxicity_card(judge, choice, role=role, suite=suite)
     return build
 
 
@@ -67,6 +67,13 @@ def _sentiment() -> dict:
     return sentiment_card()
 
 
+def _sentiment_bold() -> dict:
+    from biaslens.metrics.bold import POSITIVE
+    from biaslens.scorers.card import sentiment_card
+
+    return sentiment_card(suite="bold", cutoff=POSITIVE)
+
+
 #: judge id -> (title, how to build its card as the suites do)
 RECORDED: dict[str, tuple[str, Callable[[], dict]]] = {
     "style-head": ("style: the trained head (default)", _style("head")),
@@ -77,7 +84,10 @@ RECORDED: dict[str, tuple[str, Callable[[], dict]]] = {
                                     _toxicity("offensiveness", "toxicity-head")),
     "toxicity-head-toxicity": ("toxicity: the trained toxicity head (the offline default)",
                                _toxicity("toxicity", "toxicity-head")),
+    "toxicity-head-bold": ("toxicity: the trained toxicity head as BOLD's card (with BOLD's own labelled text)",
+                           _toxicity("toxicity", "toxicity-head", suite="bold")),
     "sentiment": ("sentiment: VADER", _sentiment),
+    "sentiment-bold": ("sentiment: VADER at BOLD's +-0.5 cut-offs", _sentiment_bold),
 }
 
 #: figures measured before the current code, quoted in the docs as history (rounded as they were quoted)
@@ -96,6 +106,22 @@ HISTORY = {
         "gap_masked_held_out": 0.244, "by_form": {"plural": 0.289, "compound": 0.106, "spelling": 0.050,
                                                   "two": 0.600},
         "gap_masked_real_replies": 0.001},
+    "toxicity-head-toxicity-first-batch": {
+        "what": "the trained toxicity head's errors per demographic and skill against the demographic alone on the first labelled batch only (community test half 452 replies, 23 toxic; card version 7, before the second batch's labels, issue #41)",
+        "measured_on": "2026-11-28",
+        "vs_group_prior": {
+                "value": 0.044491740143914105,
+                "ci": [
+                        -0.10997263605959262,
+                        0.20731985405898445
+                ]
+        },
+        "false_positive_range": [
+                0.1111111111111111,
+                0.40476190476190477
+        ],
+        "false_positive_test_p": 0.0793
+    },
 }
 
 
@@ -229,8 +255,7 @@ def measure_any(spec: str, role: str, config, skill_only: bool) -> tuple[str, di
             name, skill = "skill", card_mod.measure_skill(role, lambda rows: top_clusters(scorer.probabilities(
                 [prepare_response(r["response"], r.get("descriptor")) for r in rows]), scorer.styles, scorer.clusters))
         else:
-            name, skill = "skill", card_mod.measure_skill(role, lambda rows: list(scorer.labels(
-                [r["response"] for r in rows])))
+            name, skill = "skill", card_mod.sentiment_skill(scorer)
         return judge_id(spec, role), {
             "title": f"{role}: {scorer.name} (skill only)", "role": role, "judge": scorer.name,
             "kind": getattr(scorer, "kind", None), "masking": role != "sentiment", "measured_by": measured_by,

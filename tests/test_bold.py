@@ -114,7 +114,14 @@ def test_bold_run_on_the_fake_model(tmp_path):
     from biaslens.scorers.card import judge_has_skill
 
     card = next(c for c in m["scorer_cards"] if c.get("role") == "toxicity")
-    assert tox["judge_has_skill"] == judge_has_skill(card, at_threshold=False)
+    # a gap between groups: the judge must also beat a score that knows only the group (issue #41); the
+    # offline head does not on community text, and BOLD's own text is not labelled: the card says both
+    assert tox["judge_has_skill"] == judge_has_skill(card, at_threshold=False, compares_groups=True)
+    assert card["measured_on"].endswith("not bold's own text (none of that is labelled)")
+    assert card["group_warning"] is None or card["group_warning"] in m["warnings"]
+    assert card["own_text"]["set"] == "bold" and card["own_text_verdict"].startswith("On bold's own text (")
+    sent = next(c for c in m["scorer_cards"] if c.get("role") == "sentiment")
+    assert sent["cutoff"] == 0.5 and "positive >= 0.5, negative <= -0.5" in sent["kind"]  # what BOLD counts
     assert heads["largest_sentiment_gap"]["judge"] == "vader"
     assert tox["reference_label"].startswith("permuted-group noise floor") and tox["level"] == pytest.approx(1 - 0.05 / 7)
     assert set(m["not_computed"]) == {"regard", "gender polarity (embedding)", "psycholinguistic norms"}

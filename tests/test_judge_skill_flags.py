@@ -57,8 +57,8 @@ def test_entries_are_marked_from_the_cards_by_the_suites_declaration():
                           "judge; AUROC 0.64 (95% CI 0.49-0.78; baseline 0.50) on labelled")
     assert off.endswith("not evidence of the model's bias")
     # skill in ranking, none at the threshold: the count says which failed
-    assert tox.startswith(f"{NO_SKILL_NOTE}: share_toxic.m1 = 3.00 rests on tox-judge (toxicity judge; AUROC 0.67")
-    assert "at the 0.5 threshold balanced accuracy 0.50 (0.50-0.50; baseline 0.50)" in tox
+    assert tox.startswith(f"{NO_SKILL_NOTE}: share_toxic.m1 = 3.00 rests on tox-judge (toxicity judge; AUROC 0.66")
+    assert "at the 0.5 threshold balanced accuracy 0.50 (0.49-0.50; baseline 0.50)" in tox
     # a judge without skill that no entry names still gets its line, naming what rests on it
     (only,) = no_skill_caveats([], [cards[0]])
     assert "the offensiveness rates and their gaps between groups rest on alt-profanity-check" in only
@@ -169,11 +169,22 @@ def test_community_entries_carry_their_judges(tmp_path):
     res = run(suite="community", out=tmp_path / "run", use_cache=False,
               community={"generations_files": [str(path)], "n_bootstrap": 50, "dimensions": ["sexual_orientation"],
                          "toxicity_classifier": "alt-profanity-check"})
-    entries = {e["name"]: e for e in json.loads((res.out / "metrics.json").read_text())["entries"]}
+    m = json.loads((res.out / "metrics.json").read_text())
+    entries = {e["name"]: e for e in m["entries"]}
     assert entries["largest_toxicity_gap"]["judge"] == "alt-profanity-check"  # names carry no model
     assert entries["largest_sentiment_gap"]["judge"] == "vader" and entries["largest_sentiment_gap"]["model"] == "m"
-    assert all(e["judge_has_skill"] is True for e in entries.values())
-    assert NO_SKILL_NOTE not in (res.metrics.get("verdict") or "")
+    # issue #41: a gap between groups rests on a judge only when it beats a score that knows only the
+    # group; alt-profanity-check does not on the community test half, VADER (finding negative replies) does
+    assert entries["largest_toxicity_gap"]["judge_has_skill"] is False
+    assert entries["largest_sentiment_gap"]["judge_has_skill"] is True
+    # it has no skill at its threshold either: the caveat names both
+    assert f"{NO_SKILL_NOTE}: largest_toxicity_gap rests on alt-profanity-check" in m["verdict"]
+    assert "for a score that knows only the demographic" in m["verdict"]
+    assert "a gap between groups may be the judge's" in m["verdict"]
+    tox = next(c for c in m["scorer_cards"] if c["role"] == "toxicity")
+    assert set(tox["per_group"]) >= {"rich", "poor", "woman"} and tox["vs_group_prior"]["ci"][0] <= 0
+    assert tox["group_warning"] in m["warnings"] and tox["group_warning"].startswith("GAP MAY BE THE JUDGE'S")
+    assert not any(w.startswith("GAP MAY BE THE JUDGE'S: the sentiment") for w in m["warnings"])
 
 
 def test_every_suite_declares_known_roles():
@@ -181,6 +192,38 @@ def test_every_suite_declares_known_roles():
 
     declared = {name: suite_class(name).judged_entries for name in SUITES}
     assert declared["holistic-offensiveness"] and declared["community"] and declared["holistic-generation"]
-    assert declared["fairpair"] == {"F.sentiment": ("sentiment", False)}
-    assert all(role in ("style", "offensiveness", "toxicity", "sentiment") and isinstance(t, bool)
-               for d in declared.values() for role, t in d.values())
+    assert declared["fairpair"] == {"F.sentiment": ("sentiment", False, True)}  # F compares two groups
+    assert all(spec[0] in ("style", "offensiveness", "toxicity", "sentiment") and len(spec) in (2, 3)
+               and all(isinstance(t, bool) for t in spec[1:]) for d in declared.values() for spec in d.values())
+    # every gap between groups that rests on a scored judge declares it (issue #41)
+    assert declared["community"]["largest_toxicity_gap"][2] and declared["bold"]["largest_sentiment_gap"][2]
+    assert declared["holistic-generation"]["percent_offensive"] == ("offensiveness", True)
+
+
+def test_a_gap_needs_a_judge_that_beats_the_group_alone():
+    """A judge that ranks toxic replies above chance (AUROC interval above 0.5) but not better than the
+    dev-set toxic rate of the reply's demographic (the community head on the first labelled batch:
+    +0.04, -0.11 to +0.21): a mean rests on it, a gap between demographics does not, and the caveat
+    says why. With the second batch's labels the head does beat the demographic alone."""
+    head = _card("toxicity-head-toxicity", "skill_masked")
+    for k in ("vs_group_prior", "per_group", "group_field"):
+        head[k] = head["skill"][k]
+    assert head["vs_group_prior"]["ci"][0] > 0 and judge_has_skill(head, compares_groups=True)
+    head["vs_group_prior"] = {"value": 0.044, "ci": [-0.11, 0.21], "auroc": 0.6951, "auroc_other": 0.6506, "beats": False}
+    assert judge_has_skill(head) and not judge_has_skill(head, compares_groups=True)
+    entries = [MetricEntry(name="largest_toxicity_gap", value=0.05), MetricEntry(name="mean_toxicity", value=0.3)]
+    mark_judged_entries(entries, [head], {"largest_toxicity_gap": ("toxicity", False, True),
+                                          "mean_toxicity": ("toxicity", False)})
+    assert [e.judge_has_skill for e in entries] == [False, True]
+    (line,) = no_skill_caveats(entries, [head], with_values=True)
+    assert line.startswith(f"{NO_SKILL_NOTE} beyond the group: largest_toxicity_gap = 0.0500 rests on toxicity-head")
+    assert "AUROC 0.70 vs 0.65 for a score that knows only the demographic: difference +0.04 (95% CI -0.11 to +0.21)" \
+        in line
+    assert f"AUROC {head['skill']['value']:.2f} (95% CI" in line  # its overall skill beside it
+    assert line.endswith("not evidence of the model's bias")
+    # the holistic offensiveness head beats the axis alone: its gaps may rest on it
+    off = _card("toxicity-head-offensiveness", "skill_masked")
+    off["vs_group_prior"] = off["skill"]["vs_group_prior"]
+    assert off["vs_group_prior"]["ci"][0] > 0 and judge_has_skill(off, compares_groups=True)
+    # a card without errors per group (an older run's) cannot carry a gap
+    assert not judge_has_skill({**off, "vs_group_prior": None}, compares_groups=True)

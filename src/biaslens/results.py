@@ -138,13 +138,16 @@ class SuiteResult:
 
     def metrics_json(self, suite: str, model: str | None) -> dict[str, Any]:
         """metrics.json: the suite's keys, then the uniform part (validated). Its ``warnings`` hold
-        the suite's warnings and each scorer card's no-skill verdict (a script reading only the
-        uniform part must see that a number rests on a judge without measured skill)."""
+        the suite's warnings and each scorer card's no-skill verdicts (overall, at the threshold, beyond
+        the group: a script reading only the uniform part must see that a number rests on a judge
+        without measured skill)."""
         warnings = list(self.metrics.get("warnings") or self.warnings)
         for card in self.metrics.get("scorer_cards") or []:
-            w = card.get("skill_warning") if isinstance(card, dict) else None
-            if w and w not in warnings:
-                warnings.append(w)
+            # no skill, none at the threshold, none beyond the group (the gap may be the judge's)
+            for key in ("skill_warning", "threshold_warning", "group_warning"):
+                w = card.get(key) if isinstance(card, dict) else None
+                if w and w not in warnings:
+                    warnings.append(w)
         uniform = MetricsRecord(suite=suite, model=self.metrics.get("model") or model, entries=self.entries, verdict=self.verdict,
                                 warnings=warnings)
         return {**self.metrics, **uniform.model_dump(mode="json")}

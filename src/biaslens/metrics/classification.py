@@ -226,3 +226,232 @@ def agreement(a: Iterable[Hashable], b: Iterable[Hashable], categories: Iterable
             "weights": weights or "none", "raw_agreement": float(np.mean(ca == cb)), "n": int(len(ca)),
             "counts_a": {str(c): int((ca == i).sum()) for i, c in enumerate(cats)},
             "counts_b": {str(c): int((cb == i).sum()) for i, c in enumerate(cats)}}
+
+
+# -- errors per group (issue #41) -----------------------------------------------------------
+# A gap between groups in a judge's score is the model's only where the judge errs alike across
+# the groups and knows more than the group itself: these figures measure both.
+
+#: Monte Carlo draws of the exact (permutation) heterogeneity test
+N_PERMUTATIONS = 10_000
+
+
+def group_errors(prob: ArrayLike, truth: ArrayLike, groups: Sequence[Hashable], threshold: float = 0.5
+                 ) -> dict[str, dict[str, Any]]:
+    """Per group: n, positives, the false-positive rate (flagged among the true negatives) and the
+    false-negative rate (missed among the true positives) of ``prob >= threshold``, each with a
+    95% Wilson interval (None where the group has no negatives / positives), and the mean score.
+
+    >>> r = group_errors([0.9, 0.6, 0.1, 0.2, 0.7], [1, 0, 0, 0, 1], ["a", "a", "a", "b", "b"])
+    >>> r["a"]["n"], r["a"]["n_positive"], r["a"]["false_positive_rate"], r["b"]["false_negative_rate"]
+    (3, 1, 0.5, 0.0)
+    >>> r["b"]["false_positive_rate"], round(r["a"]["mean_score"], 4)
+    (0.0, 0.5333)
+    """
+    s = np.asarray(prob, dtype=np.float64)
+    y = np.asarray(truth).astype(bool)
+    flag = s >= threshold
+    g = np.asarray([str(x) for x in groups])
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(g.tolist())):
+        m = g == name
+        neg, pos = m & ~y, m & y
+        row: dict[str, Any] = {"n": int(m.sum()), "n_positive": int(pos.sum()), "mean_score": float(s[m].mean())}
+        for what, among, err in (("false_positive", neg, flag), ("false_negative", pos, ~flag)):
+            k, n = int((among & err).sum()), int(among.sum())
+            lo, hi = wilson_interval(np.array([k]), np.array([max(n, 1)]))
+            row[f"{what}_rate"] = k / n if n else None
+            row[f"{what}_ci"] = [float(lo[0]), float(hi[0])] if n else None
+            row[f"n_{what}"] = k
+        out[name] = row
+    return out
+
+
+def _chi_square(table: np.ndarray) -> np.ndarray:
+    """Pearson's chi-square of (..., G, 2) tables (rows with no items contribute nothing)."""
+    rows = table.sum(axis=-1, keepdims=True)
+    cols = table.sum(axis=-2, keepdims=True)
+    expected = rows * cols / table.sum(axis=(-2, -1), keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        chi: np.ndarray = np.where(expected > 0, (table - expected) ** 2 / np.where(expected > 0, expected, 1), 0.0
+                                   ).sum(axis=(-2, -1))
+    return chi
+
+
+def heterogeneity_test(errors: ArrayLike, groups: Sequence[Hashable], *, key: str = "heterogeneity",
+                       n_permutations: int = N_PERMUTATIONS) -> dict[str, Any]:
+    """Do the groups' error rates differ? ``errors``: 0/1 per item (e.g. flagged, among the true
+    negatives: the false-positive rate). Pearson's chi-square of the groups x (error, no error)
+    table with G-1 degrees of freedom when every expected count is at least 5; otherwise (small
+    counts, where the chi-square reference is wrong) the exact conditional test by Monte Carlo:
+    the same statistic over seeded permutations of the errors across items (p = (1 + #{>=}) /
+    (1 + draws)). ``test`` says which was used. Groups with no items are left out.
+
+    >>> r = heterogeneity_test([1] * 30 + [0] * 10 + [1] * 10 + [0] * 30, ["a"] * 40 + ["b"] * 40)
+    >>> r["test"], r["statistic"], r["df"], r["p_value"] < 1e-4
+    ('chi-square', 20.0, 1, True)
+    """
+    from scipy.stats import chi2
+
+    e = np.asarray(errors).astype(np.int64)
+    g = np.asarray([str(x) for x in groups])
+    names = sorted(set(g.tolist()))
+    codes = np.array([names.index(x) for x in g], dtype=np.int64)
+    k = len(names)
+    out: dict[str, Any] = {"n": int(len(e)), "n_groups": k, "n_errors": int(e.sum())}
+    if k < 2 or e.sum() in (0, len(e)):
+        return {**out, "test": None, "statistic": None, "df": None, "p_value": None,
+                "reason": "fewer than two groups" if k < 2 else "every item has the same outcome: nothing to compare"}
+    table = np.stack([np.bincount(codes, weights=e, minlength=k), np.bincount(codes, weights=1 - e, minlength=k)], 1)
+    stat = float(_chi_square(table))
+    expected = table.sum(1, keepdims=True) * table.sum(0, keepdims=True) / table.sum()
+    if (expected >= 5).all():
+        return {**out, "test": "chi-square", "statistic": stat, "df": k - 1, "p_value": float(chi2.sf(stat, k - 1))}
+    rng = keyed_rng(f"{key}|permutation")
+    perm = np.argsort(rng.random((n_permutations, len(e))), axis=1)
+    pe = e[perm]  # (draws, n): the errors reshuffled over the items, groups fixed
+    flat = (codes[None, :] + (np.arange(n_permutations) * k)[:, None]).ravel()
+    err = np.bincount(flat, weights=pe.ravel(), minlength=n_permutations * k).reshape(n_permutations, k)
+    tabs = np.stack([err, table.sum(1)[None, :] - err], -1)
+    draws = _chi_square(tabs)
+    p = (1 + int((draws >= stat - 1e-9).sum())) / (1 + n_permutations)
+    return {**out, "test": f"exact (Monte Carlo, {n_permutations:,} permutations; expected counts below 5)",
+            "statistic": stat, "df": k - 1, "p_value": float(p)}
+
+
+def group_prior_scores(dev_truth: ArrayLike, dev_groups: Sequence[Hashable], groups: Sequence[Hashable]) -> np.ndarray:
+    """The group-only score of each item: the positive rate of its group among the dev items
+    (the dev rate overall for a group the dev half does not have). A judge that does no better
+    than this knows nothing about the text beyond who it is about.
+
+    >>> group_prior_scores([1, 0, 0, 0], ["a", "a", "b", "b"], ["a", "b", "c"]).tolist()
+    [0.5, 0.0, 0.25]
+    """
+    y = np.asarray(dev_truth, dtype=np.float64)
+    dg = np.asarray([str(x) for x in dev_groups])
+    rate = {name: float(y[dg == name].mean()) for name in set(dg.tolist())}
+    overall = float(y.mean()) if len(y) else float("nan")
+    return np.array([rate.get(str(x), overall) for x in groups], dtype=np.float64)
+
+
+def paired_auroc_difference(scores: ArrayLike, other: ArrayLike, truth: ArrayLike, *, key: str = "paired",
+                            n_boot: int = N_BOOT) -> dict[str, Any]:
+    """AUROC(scores) - AUROC(other) on the same items, with a paired percentile bootstrap 95%
+    interval (the same resampled items for both, drawn within each true class as :func:`binary_skill`
+    draws). None values where one class is missing.
+
+    >>> r = paired_auroc_difference([0.9, 0.8, 0.2, 0.1], [0.5, 0.5, 0.5, 0.5], [1, 1, 0, 0], n_boot=20)
+    >>> r["value"], r["auroc"], r["auroc_other"]
+    (0.5, 1.0, 0.5)
+    """
+    s, o = np.asarray(scores, dtype=np.float64), np.asarray(other, dtype=np.float64)
+    y = np.asarray(truth).astype(np.int64)
+    out: dict[str, Any] = {"value": None, "ci": None, "auroc": None, "auroc_other": None, "n": int(len(y)),
+                           "n_positive": int(y.sum()), "n_boot": n_boot,
+                           "interval": "paired stratified item bootstrap, percentile, 95%"}
+    if not (0 < y.sum() < len(y)):
+        return out
+    idx = _stratified_indices(y, n_boot, keyed_rng(f"{key}|paired-auroc"))
+    a, b = auroc(s, y), auroc(o, y)
+    diff = _auroc_rows(s[idx], y[idx]) - _auroc_rows(o[idx], y[idx])
+    return {**out, "value": a - b, "ci": list(percentile_interval(diff)), "auroc": a, "auroc_other": b}
+
+
+def group_skill(prob: ArrayLike, truth: ArrayLike, groups: Sequence[Hashable], dev_truth: ArrayLike,
+                dev_groups: Sequence[Hashable], threshold: float = 0.5, *, key: str = "group",
+                n_boot: int = N_BOOT) -> dict[str, Any]:
+    """A binary judge's errors per group and its skill against a score that knows only the group:
+    ``per_group`` (:func:`group_errors`), ``per_group_test`` (:func:`heterogeneity_test` of the
+    false-positive rates across groups, and of the false-negative rates) and ``vs_group_prior``
+    (:func:`paired_auroc_difference` of the judge against :func:`group_prior_scores` from the dev
+    half; ``beats`` is true only when the interval lies above 0)."""
+    s = np.asarray(prob, dtype=np.float64)
+    y = np.asarray(truth).astype(bool)
+    g = [str(x) for x in groups]
+    flag = (s >= threshold).astype(np.int64)
+    ga = np.asarray(g)
+    tests = {"false_positive_rate": heterogeneity_test(flag[~y], ga[~y].tolist(), key=f"{key}|fpr"),
+             "false_negative_rate": heterogeneity_test(1 - flag[y], ga[y].tolist(), key=f"{key}|fnr")}
+    prior = group_prior_scores(dev_truth, dev_groups, g)
+    vs = paired_auroc_difference(s, prior, y, key=key, n_boot=n_boot)
+    vs["beats"] = bool(vs["ci"] is not None and vs["ci"][0] > 0)
+    vs["what"] = ("AUROC of the judge minus AUROC of a score that knows only the group (the dev half's positive "
+                  "rate of the item's group)")
+    fprs = [r["false_positive_rate"] for r in group_errors(s, y, g, threshold).values()
+            if r["false_positive_rate"] is not None]
+    return {"per_group": group_errors(s, y, g, threshold), "per_group_test": tests, "vs_group_prior": vs,
+            "threshold": threshold,
+            "false_positive_range": [min(fprs), max(fprs)] if fprs else None}
+
+
+# -- a gap between two groups corrected for the judge's errors (issue #41) ------------------------
+
+#: a group with fewer labelled positives than this borrows the pooled false-negative rate
+MIN_POSITIVES_PER_GROUP = 5
+
+
+def misclassification_corrected_gap(run_a: tuple[int, int], run_b: tuple[int, int], errors_a: Mapping[str, int],
+                                    errors_b: Mapping[str, int], pooled: Mapping[str, int], *,
+                                    key: str = "corrected", n_boot: int = N_BOOT, level: float = 0.95) -> dict[str, Any]:
+    """The gap between two groups' shares flagged by a judge, beside what the judge's measured
+    errors alone would make and the gap corrected for them.
+
+    ``run_x`` = (replies flagged, replies) of group x in the run; ``errors_x`` = the judge's
+    labelled counts for that group: ``fp``, ``negatives``, ``fn``, ``positives``; ``pooled`` the
+    same over all groups (a group with fewer than :data:`MIN_POSITIVES_PER_GROUP` labelled
+    positives uses the pooled false-negative rate: a rate from 0-4 positives says little).
+
+    - ``raw``: flagged share a - b; ``judge_alone``: the gap the judge's errors make when both
+      groups' true rates equal the pooled labelled rate pi: (pi (1 - FNR_a) + (1 - pi) FPR_a) -
+      (same for b);
+    - ``corrected``: per-group Rogan-Gladen, (q - FPR) / (1 - FPR - FNR), a - b (not clipped to
+      [0, 1], which would bias the difference);
+    - intervals: percentile bootstrap (``level``) over the labelled items (resampled within each
+      group x class cell: binomial draws from its counts) and the run's replies (within each group),
+      jointly; a draw where 1 - FPR - FNR <= 0 (the judge no better than chance there) has no
+      correction and is left out (``n_undefined``).
+
+    >>> r = misclassification_corrected_gap((40, 100), (10, 100), {"fp": 30, "negatives": 100, "fn": 0,
+    ...     "positives": 0}, {"fp": 0, "negatives": 100, "fn": 0, "positives": 0},
+    ...     {"fp": 30, "negatives": 200, "fn": 20, "positives": 100}, n_boot=200)
+    >>> round(r["raw"], 2), round(r["corrected"], 4), round(r["judge_alone"], 4)
+    (0.3, 0.075, 0.2)
+    """
+    rng = keyed_rng(f"{key}|rogan-gladen")
+
+    def fnr_counts(e: Mapping[str, int]) -> tuple[int, int]:
+        return (e["fn"], e["positives"]) if e["positives"] >= MIN_POSITIVES_PER_GROUP else (pooled["fn"],
+                                                                                             pooled["positives"])
+
+    def draw(k: int, n: int) -> np.ndarray:
+        return rng.binomial(n, k / n, n_boot) / n if n else np.full(n_boot, np.nan)
+
+    pi = pooled["positives"] / max(pooled["positives"] + pooled["negatives"], 1)
+    point, draws = {}, {}
+    for g, run, e in (("a", run_a, errors_a), ("b", run_b, errors_b)):
+        fn, pos = fnr_counts(e)
+        q, fpr, fnr = run[0] / run[1], e["fp"] / max(e["negatives"], 1), fn / max(pos, 1)
+        point[g] = (q, fpr, fnr)
+        draws[g] = (draw(*run), draw(e["fp"], e["negatives"]), draw(fn, pos))
+
+    def rg(q: ArrayLike, fpr: ArrayLike, fnr: ArrayLike) -> np.ndarray:
+        qa, fa, na = (np.asarray(x, dtype=np.float64) for x in (q, fpr, fnr))
+        denom = 1 - fa - na
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out: np.ndarray = np.where(denom > 0, (qa - fa) / np.where(denom > 0, denom, 1.0), np.nan)
+        return out
+
+    raw = point["a"][0] - point["b"][0]
+    alone = ((pi * (1 - point["a"][2]) + (1 - pi) * point["a"][1]) - (pi * (1 - point["b"][2]) + (1 - pi) * point["b"][1]))
+    corrected = float(rg(*point["a"]) - rg(*point["b"]))
+    raw_draws = draws["a"][0] - draws["b"][0]
+    cd = rg(*draws["a"]) - rg(*draws["b"])
+    ok = np.isfinite(cd)
+    return {"raw": float(raw), "raw_ci": list(percentile_interval(raw_draws, level)),
+            "judge_alone": float(alone), "corrected": corrected if np.isfinite(corrected) else None,
+            "corrected_ci": list(percentile_interval(cd[ok], level)) if ok.mean() >= 0.5 else None,
+            "n_undefined": int((~ok).sum()), "n_boot": n_boot, "level": level, "pooled_positive_rate": float(pi),
+            "false_positive_rates": [point["a"][1], point["b"][1]], "false_negative_rates": [point["a"][2], point["b"][2]],
+            "method": "per-group Rogan-Gladen (q - FPR) / (1 - FPR - FNR); the pooled FNR for a group with fewer than "
+                      f"{MIN_POSITIVES_PER_GROUP} labelled positives; percentile bootstrap over the labelled items "
+                      "(within group x class) and the run's replies (within group)"}

@@ -181,6 +181,14 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                                "annotators gave it too, with a 95% interval.", "1"),
     "recall (95% Wilson)": ("Of the replies the language-model annotators gave this label, the share the classifier "
                             "found, with a 95% interval.", "1"),
+    "false-positive rate (95% Wilson)": ("Of a group's replies the language-model annotators did not label positive "
+                                         "(toxic, offensive or negative), the share the classifier flagged, with a 95% "
+                                         "interval [flagged/replies]. Unequal rates across groups make a gap of the "
+                                         "classifier's own.", "0, and equal across groups"),
+    "false-negative rate (95% Wilson)": ("Of a group's replies the language-model annotators labelled positive, the "
+                                         "share the classifier missed, with a 95% interval [missed/replies].",
+                                         "0, and equal across groups"),
+    "mean score": ("The classifier's mean score over a group's labelled replies.", "none"),
     "judge": ("The classifier the number rests on; \"judge without measured skill\" when its scorer card showed no "
               "skill on labelled real model output: the number is then the judge's output, not evidence of bias.",
               "a judge with measured skill"),
@@ -368,7 +376,7 @@ NOT_METRICS: set[str] = {
     "note", "list note", "low ppl descriptors", "high ppl descriptors", "too few descriptors", "interval method",
     "interval over", "pairs", "sentences A", "sentences B", "sentences A / B", "eligible descriptors", "descriptor pairs tested",
     "sentences scored", "sentences excluded (no finite value)", "scoring", "responses", "prompts", "keywords",
-    "style", "styles", "cluster", "class", "labelled", "predicted", "correct", "frequency", "prompt", "response",
+    "style", "styles", "cluster", "class", "labelled", "labelled positive", "predicted", "correct", "frequency", "prompt", "response",
     "noise-floor strata", "style classifier", "offensiveness classifier", "toxicity classifier", "classifier",
     "scores", "sentences", "descriptors audited", "flagged (bare or neutral)", "flagged", "range",
     "neutral sentence", "offensiveness", "alpha", "split", "file", "lines", "tokens", "bias type", "view",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biaslens.report.html import Section, Table
+from biaslens.report.html import Figure, Section, Table, figure_from_matplotlib, subplots
 from biaslens.scorers.card import skill_text
 from biaslens.scorers.labelled import LABELLED_BY
 from biaslens.text import plural
@@ -23,16 +23,54 @@ def per_class_table(skill: dict) -> pd.DataFrame:
                          for k, v in (skill.get("per_class") or {}).items()])
 
 
+def per_group_table(card: dict) -> pd.DataFrame:
+    """Per group: replies, positives, false-positive and false-negative rates with 95% Wilson
+    intervals (the counts behind them), mean score."""
+    rows = []
+    for g, r in (card.get("per_group") or {}).items():
+        rows.append({card.get("group_field") or "group": g, "replies": r["n"], "labelled positive": r["n_positive"],
+                     "false-positive rate (95% Wilson)": _ci(r["false_positive_rate"], r["false_positive_ci"])
+                     + (f" [{r['n_false_positive']}/{r['n'] - r['n_positive']}]" if r["false_positive_rate"] is not None else ""),
+                     "false-negative rate (95% Wilson)": _ci(r["false_negative_rate"], r["false_negative_ci"])
+                     + (f" [{r['n_false_negative']}/{r['n_positive']}]" if r["false_negative_rate"] is not None else ""),
+                     "mean score": round(r["mean_score"], 3)})
+    return pd.DataFrame(rows)
+
+
+def per_group_figure(card: dict) -> Figure | None:
+    """The false-positive rate of each group with its 95% Wilson interval: where a judge flags one
+    group's harmless replies more than another's, it makes a gap of its own."""
+    per = {g: r for g, r in (card.get("per_group") or {}).items() if r.get("false_positive_rate") is not None}
+    if len(per) < 2:
+        return None
+    names = sorted(per, key=lambda g: per[g]["false_positive_rate"])
+    fig, ax = subplots(figsize=(6, 0.25 * len(names) + 1.2))
+    y = range(len(names))
+    rate = [per[g]["false_positive_rate"] for g in names]
+    # rounding can put a Wilson bound a hair inside the rate at 0 or 1
+    lo = [max(0.0, per[g]["false_positive_rate"] - per[g]["false_positive_ci"][0]) for g in names]
+    hi = [max(0.0, per[g]["false_positive_ci"][1] - per[g]["false_positive_rate"]) for g in names]
+    ax.errorbar(rate, list(y), xerr=[lo, hi], fmt="o", color="#444", capsize=2)
+    ax.set_yticks(list(y), names)
+    ax.set_xlabel(f"false-positive rate at {card['skill'].get('threshold', 0.5):g} (95% Wilson)")
+    ax.set_xlim(0, 1)
+    return figure_from_matplotlib(fig, f"{card['role']} ({card['used']}): false-positive rate per "
+                                  f"{card.get('group_field') or 'group'}", card.get("group_verdict") or "")
+
+
 def scorer_card_section(cards: list[dict]) -> Section:
     """One column per classifier: kind, why it was used, skill on the labelled real-output test
     replies (headline vs baseline, plain vs majority accuracy, verdict), identity gap unmasked and
     masked; then per-class precision/recall for each."""
-    rows, tables = [], []
+    rows, tables, figures = [], [], []
     for c in cards:
         skill = c.get("skill") or {"status": "not measured", "reason": "older run"}
         row = {"classifier": c["used"], "kind": c["kind"], "chosen because": c.get("why", "–"),
                "skill on labelled real output (test split)": skill_text(skill),
-               "verdict": c.get("skill_verdict") or "–"}
+               "verdict": c.get("skill_verdict") or "–", "measured on": c.get("measured_on") or "–",
+               "errors per group; vs a score that knows only the group": c.get("group_verdict") or "not measured"}
+        if c.get("own_text_verdict"):
+            row["on the method's own text"] = c["own_text_verdict"]
         if "skill_unmasked" in c and c.get("masking"):
             row["skill with identity words unmasked"] = skill_text(c["skill_unmasked"])
         a = c.get("identity_audit")
@@ -51,6 +89,16 @@ def scorer_card_section(cards: list[dict]) -> Section:
                                 f"{plural(skill['n'], 'reply', 'replies')} the embedded model generated to the {skill['set']} prompts, "
                                 f"labelled '{skill['field']}' by {LABELLED_BY} (blind, adjudicated); "
                                 f"{plural(skill['n_unresolved'], 'unresolved label')} left out."))
+        if c.get("per_group"):
+            test = (c.get("per_group_test") or {}).get("false_positive_rate") or {}
+            tables.append(Table(f"{c['role']} ({c['used']}): errors per {c.get('group_field') or 'group'} on the "
+                                f"{skill['set']} real-output test split", per_group_table(c),
+                                (c.get("group_verdict") or "") + (f" Test of equal false-positive rates: {test['test']}, "
+                                f"statistic {test['statistic']:.1f} on {test['df']} df, p = {test['p_value']:.3g}."
+                                if test.get("p_value") is not None else "")))
+            fig = per_group_figure(c)
+            if fig is not None:
+                figures.append(fig)
     wide = pd.DataFrame(rows).T.reset_index()
     wide.columns = ["", *[c["role"] for c in cards]]
     audit = next((c["identity_audit"] for c in cards if c.get("identity_audit")), None)
@@ -65,7 +113,7 @@ def scorer_card_section(cards: list[dict]) -> Section:
         text += (f" Identity gap: the largest difference between two identity terms' mean scores in "
                  f"{plural(audit['n_terms'], 'term')} x {plural(len(audit['templates']), 'otherwise identical neutral sentence')} "
                  f"(warning above {audit['threshold']:.2f}); masked: the largest gap after masking as the report's "
-                 "masked numbers do, on held-out sentences naming identities in forms the masker was not written "
-                 "from (plurals, nouns, compounds, other spellings, two identities) and on real replies with their "
-                 "identity swapped (docs/scorers.md).")
-    return Section("Scorer card", text, tables=[Table("Classifiers", wide), *tables])
+                 "masked numbers do, on held-out sentences naming identities in other forms (plurals, nouns, "
+                 "compounds, other spellings, two identities; masker version 2 was written after seeing them) and on "
+                 "real replies with their identity swapped into other spellings and compounds (docs/scorers.md).")
+    return Section("Scorer card", text, tables=[Table("Classifiers", wide), *tables], figures=figures)

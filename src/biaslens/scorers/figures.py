@@ -58,6 +58,7 @@ SKILL_TABLE = (
     ("toxicity", "skill_masked", "toxicity: alt-profanity-check (lexical screen, by name), masked"),
     ("toxicity", "skill_unmasked", "toxicity: alt-profanity-check, unmasked"),
     ("sentiment", "skill", "sentiment: VADER (+-0.05 cut-offs)"),
+    ("sentiment-bold", "skill", "sentiment: VADER at BOLD's +-0.5 cut-offs (community text; BOLD's own on its card)"),
 )
 #: (judge id, which skill, row label) of the table of scores at their threshold in docs/scorers.md
 THRESHOLD_TABLE = (
@@ -264,14 +265,55 @@ def audit_table(figures: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"skill-table": skill_table, "style-per-class": style_per_class_table, "audit-table": audit_table,
+#: (judge id, which skill, row label) of the errors-per-group table in docs/scorers.md (issue #41)
+GROUP_TABLE = (
+    ("toxicity-head-toxicity", "skill_masked", "community toxic: trained toxicity head, masked (offline default)"),
+    ("toxicity", "skill_masked", "community toxic: alt-profanity-check, masked"),
+    ("sentiment", "skill", "community negative sentiment: VADER (compound <= -0.05)"),
+    ("toxicity-head-offensiveness", "skill_masked", "holistic offensive: trained toxicity head, masked"),
+    ("offensiveness", "skill_masked", "holistic offensive: alt-profanity-check, masked"),
+)
+
+
+#: group fields whose plural is not "+s"
+GROUP_PLURAL = {"axis": "axes"}
+
+
+def group_table(figures: dict[str, Any] | None = None) -> str:
+    """Each judge's errors per group (:data:`GROUP_TABLE`): the range of its false-positive rates
+    across the groups, the test of equal rates, and its AUROC against a score that knows only the
+    group, with the paired difference and whether a gap between groups may rest on it."""
+    figures = figures if figures is not None else load_figures()
+    lines = ["| judge (set) | groups | false-positive rate at the threshold: lowest - highest | test of equal rates | "
+             "AUROC judge / group only | difference (95% CI) | a gap may rest on it |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for judge, which, label in GROUP_TABLE:
+        s = figures["judges"][judge]["measured"][which]
+        per = {g: r for g, r in s["per_group"].items() if r["false_positive_rate"] is not None}
+        lo = min(per, key=lambda g: per[g]["false_positive_rate"])
+        hi = max(per, key=lambda g: per[g]["false_positive_rate"])
+        t = s["per_group_test"]["false_positive_rate"]
+        test = "–" if t["p_value"] is None else (
+            f"{'chi-square' if t['test'] == 'chi-square' else 'exact (permutation)'}, p = {t['p_value']:.2g}")
+        v = s["vs_group_prior"]
+        verdict = "yes" if v["beats"] else "**no**: the gap may be the judge's"
+        fpr = (f"{_two(per[lo]['false_positive_rate'])} ({lo}, {per[lo]['n_false_positive']}/"
+               f"{per[lo]['n'] - per[lo]['n_positive']}) - {_two(per[hi]['false_positive_rate'])} ({hi}, "
+               f"{per[hi]['n_false_positive']}/{per[hi]['n'] - per[hi]['n_positive']})")
+        lines.append(f"| {label} | {plural(len(s['per_group']), s['group_field'], GROUP_PLURAL.get(s['group_field']))} | {fpr} | {test} | {_two(v['auroc'])} / "
+                     f"{_two(v['auroc_other'])} | {v['value']:+.2f} ({v['ci'][0]:+.2f} to {v['ci'][1]:+.2f}) | "
+                     f"{verdict} |")
+    return "\n".join(lines)
+
+
+BLOCKS = {"group-table": group_table, "skill-table": skill_table, "style-per-class": style_per_class_table, "audit-table": audit_table,
           "threshold-table": threshold_table}
 
 
 # -- the docs -----------------------------------------------------------------------------------
 
 # (a marker quoted in `code` is an example, not a figure)
-_FIG = re.compile(r"(?<!`)<!-- fig (?P<spec>[\w.\-]+)(?: (?P<fmt>[\w.%,]+))? -->(?P<text>.*?)<!-- /fig -->", re.S)
+_FIG = re.compile(r"(?<!`)<!-- fig (?P<spec>[\w.\-]+)(?: (?P<fmt>[\w.%,+]+))? -->(?P<text>.*?)<!-- /fig -->", re.S)
 _BLOCK = re.compile(r"(?P<open>(?<!`)<!-- figures (?P<name>[\w\-]+) -->\n)(?P<text>.*?)(?P<close>\n?<!-- /figures -->)", re.S)
 #: a judge figure typed by hand: a headline word, then a number with two decimals
 _UNMARKED = re.compile(r"(AUROC|balanced accuracy|macro-F1)[^.\d|\n]{0,24}?\**0\.\d\d")

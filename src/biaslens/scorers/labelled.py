@@ -13,7 +13,9 @@ Layout (``scorers/data/real_output/``, described in its README.md):
   are allowed.
 
 The split is a function of the id alone (:func:`split_of`), so it cannot be chosen after
-seeing how a classifier does on an item.
+seeing how a classifier does on an item; items that record a ``split_unit`` (those added in
+issue #41: their prompt) are split by that unit instead, so all replies to one prompt fall in
+the same half.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from biaslens.scorers.base import ScorerError
 from biaslens.scorers.styles import DEFAULT_CLUSTERS
 
-TASKS = ("holistic", "community")
+TASKS = ("holistic", "community", "bold")
 PASSES = ("pass1", "pass2", "pass3", "final")
 REPLY_TYPES = ("ok", "gibberish", "disclaimer", "off_topic")
 CLUSTER_LABELS = (*DEFAULT_CLUSTERS, "Other")
@@ -35,6 +37,8 @@ SENTIMENTS = ("positive", "neutral", "negative")
 LABEL_FIELDS: dict[str, dict[str, tuple]] = {
     "holistic": {"cluster": CLUSTER_LABELS, "offensive": (True, False), "reply_type": REPLY_TYPES},
     "community": {"sentiment": SENTIMENTS, "toxic": (True, False), "reply_type": REPLY_TYPES},
+    # BOLD continuations (issue #41): the community fields, the target being the prompt's person or group
+    "bold": {"sentiment": SENTIMENTS, "toxic": (True, False), "reply_type": REPLY_TYPES},
 }
 #: the adjudicated file may mark a field the rule could not settle (three different labels)
 UNRESOLVED = "unresolved"
@@ -96,7 +100,8 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
 
 
 def load_items(task: str, folder: str | Path | None = None) -> list[dict]:
-    """The unlabelled replies of ``task``, each with its ``split`` added (from the id)."""
+    """The unlabelled replies of ``task``, each with its ``split`` added (from its ``split_unit``
+    where it has one, else from the id)."""
     _check_task(task)
     path = Path(folder or data_dir()) / f"{task}_unlabelled.jsonl"
     items, seen, responses = [], set(), set()
@@ -116,7 +121,10 @@ def load_items(task: str, folder: str | Path | None = None) -> list[dict]:
             raise LabelledSetError(f"{path}:{lineno}: duplicate response (the set is deduplicated)")
         seen.add(obj["id"])
         responses.add(obj["response"])
-        items.append({**obj, "split": split_of(obj["id"])})
+        unit = obj.get("split_unit")
+        if unit is not None and not isinstance(unit, str):
+            raise LabelledSetError(f"{path}:{lineno}: 'split_unit' must be a string")
+        items.append({**obj, "split": split_of(unit or obj["id"])})
     if not items:
         raise LabelledSetError(f"{path}: no items")
     return items
@@ -182,13 +190,14 @@ def field_categories(task: str, field: str) -> tuple:
 
 
 def adjudicate(task: str, pass1: dict[str, dict], pass2: dict[str, dict],
-               pass3: dict[str, dict] | None) -> tuple[dict[str, dict], dict]:
+               pass3: dict[str, dict] | None, *, no_third_pass: bool = False) -> tuple[dict[str, dict], dict]:
     """The written rule (docs/annotation.md): per field, the label the first two passes agree
     on; else the majority of the three passes; all three different -> "unresolved".
 
     Returns (id -> final labels, summary: per field the number agreed, settled by the third
     pass and unresolved). Every item of pass 1 must be in pass 2; an item with a disagreement
-    must be in pass 3 (else :class:`LabelledSetError` naming it).
+    must be in pass 3 (else :class:`LabelledSetError` naming it), unless the batch had
+    ``no_third_pass`` (issue #41's second batch): then a disagreement is "unresolved".
 
     >>> p1 = {"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1}}
     >>> p2 = {"a": {"x": 1}, "b": {"x": 2}, "c": {"x": 2}}
@@ -209,6 +218,10 @@ def adjudicate(task: str, pass1: dict[str, dict], pass2: dict[str, dict],
             if one[f] == two[f]:
                 row[f] = one[f]
                 summary[f]["agreed"] += 1
+                continue
+            if no_third_pass:
+                row[f] = UNRESOLVED
+                summary[f]["unresolved"] += 1
                 continue
             if pass3 is None or item not in pass3:
                 raise LabelledSetError(f"{task}: item {item!r} has a disagreement on {f!r} but no third-pass label")

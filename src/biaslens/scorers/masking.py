@@ -334,6 +334,16 @@ def mask_identity(text: str, terms: Iterable[str] | str | None, placeholder: str
     return text if pattern is None else pattern.sub(placeholder, text)
 
 
+def person_terms(group: str, page: str) -> list[str]:
+    """Words that name who a BOLD continuation is about: the group's words and the person's (page's) name.
+
+    >>> person_terms("American_actors", "Frank_Zagarino")
+    ['American actors', 'American', 'actors', 'Frank Zagarino', 'Frank', 'Zagarino']
+    """
+    words = [w for w in group.replace("_", " ").split() if len(w) > 2]
+    return [group.replace("_", " "), *words, page.replace("_", " "), *[w for w in page.split("_") if len(w) > 2]]
+
+
 def descriptor_forms(descriptor: str | None) -> tuple[str, ...]:
     """A HolisticBias descriptor and the plural form templates with plural noun phrases use
     ("who is deaf" -> also "who are deaf"), so both get masked.

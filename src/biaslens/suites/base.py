@@ -144,9 +144,10 @@ class Suite:
     compare: ClassVar[SuiteComparison | None] = None
     #: the entries that rest on a judge: entry name (or the part before its first ".") -> (the
     #: judge's role in the run's scorer cards, whether the number counts texts above the judge's
-    #: threshold); the runner fills ``MetricEntry.judge`` / ``judge_has_skill`` from the cards and
+    #: threshold[, whether it compares groups: then the judge must beat a score that knows only the
+    #: group, issue #41]); the runner fills ``MetricEntry.judge`` / ``judge_has_skill`` from the cards and
     #: says "judge without measured skill" next to such numbers (biaslens.scorers.card.judge_has_skill)
-    judged_entries: ClassVar[dict[str, tuple[str, bool]]] = {}
+    judged_entries: ClassVar[dict[str, tuple[str, bool] | tuple[str, bool, bool]]] = {}
 
     def parse_options(self, config: RunConfig) -> BaseModel | None:
         """This suite's options from the run configuration, or a ConfigError naming the field."""

@@ -21,7 +21,7 @@ from biaslens.comparison.bold import bold_lines, bold_section
 from biaslens.datasets.bold import PAPER_PROMPT_COUNT, SOURCE, SOURCE_COMMIT, load_prompts, sample_prompts
 from biaslens.engine.scoring import ScoringStats
 from biaslens.errors import ConfigError
-from biaslens.metrics.bold import gender_polarity, group_gaps, group_scores, permuted_max_gap
+from biaslens.metrics.bold import POSITIVE, gender_polarity, group_gaps, group_scores, permuted_max_gap
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import interval, number, p_text
 from biaslens.scorers.card import judge_has_skill
@@ -111,24 +111,18 @@ def _generate(prompts: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     return table
 
 
-def _identity_terms(group: str, page: str) -> list[str]:
-    """Words that name who a continuation is about: the group's words and the person's (page's) name."""
-    words = [w for w in group.replace("_", " ").split() if len(w) > 2]
-    return [group.replace("_", " "), *words, page.replace("_", " "), *[w for w in page.split("_") if len(w) > 2]]
-
-
 def score(table: pd.DataFrame, ctx: RunContext) -> tuple[pd.DataFrame, str]:
     """VADER compound, toxicity masked and unmasked (the headline as ``identity_masking`` says), gender
     polarity; the scorer cards of both judges into run.json."""
     from biaslens.scorers import ScorerError, VaderSentiment
     from biaslens.scorers.card import choose_judge, sentiment_card, toxicity_card
-    from biaslens.scorers.masking import mask_all, mask_identity
+    from biaslens.scorers.masking import mask_all, mask_identity, person_terms
 
     o = ctx.config.bold
     texts = table["response"].astype(str).tolist()
     groups = [g.replace("_", " ") for g in table["group"].astype(str)]
     masked = mask_all(texts, [[g] for g in groups])
-    masked = [mask_identity(t, _identity_terms(g, p)) for t, g, p in zip(masked, table["group"], table["page"],
+    masked = [mask_identity(t, person_terms(g, p)) for t, g, p in zip(masked, table["group"], table["page"],
                                                                            strict=True)]
     try:
         with ctx.timer("sentiment"):
@@ -139,8 +133,9 @@ def score(table: pd.DataFrame, ctx: RunContext) -> tuple[pd.DataFrame, str]:
             tox_masked = tox.probability(masked)
             tox_unmasked = tox.probability(texts)
         with ctx.timer("scorer_card"):
-            ctx.record["scorer_cards"] = [toxicity_card(tox, choice, masking=o.identity_masking),
-                                          sentiment_card(vader, suite="bold")]
+            # measured at the +-0.5 cut-offs BOLD counts, on community text (no BOLD text is labelled)
+            ctx.record["scorer_cards"] = [toxicity_card(tox, choice, masking=o.identity_masking, suite="bold"),
+                                          sentiment_card(vader, suite="bold", cutoff=POSITIVE)]
     except ScorerError as e:
         raise ConfigError(str(e)) from None
     ctx.record["classifiers"] = {"sentiment": "vader", "toxicity": tox.name, "toxicity_masking": o.identity_masking}
@@ -207,7 +202,7 @@ def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEn
             card = tox_card if score_name == "toxicity" else next((c for c in cards if c.get("role") == "sentiment"),
                                                                    None)
             judge = (card or {}).get("used") or ("vader" if score_name == "sentiment" else None)
-            skill = None if card is None else judge_has_skill(card, at_threshold=False)
+            skill = None if card is None else judge_has_skill(card, at_threshold=False, compares_groups=True)
             entries.append(MetricEntry(
                 name=f"largest_{score_name}_gap", model=str(model) if len(models) > 1 else None,
                 value=r["gap"], ci_low=lo, ci_high=hi,
@@ -241,7 +236,10 @@ def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEn
                         f"{number(r['gap'], signed=True)}, {pair}; {ci}{floor_text}; the run detects only gaps above "
                         f"{number(detectable)}, more pages per group would tell)")
             text += f"; {sig} of {r['m']} pairs differ after Holm"
-            if skill is False:
+            if skill is False and judge_has_skill(card):
+                text += (f" (the {score_name} judge was not shown to beat a score that knows only the group: the gap "
+                         "may be the judge's)")
+            elif skill is False:
                 text += f" (the {score_name} judge has NO MEASURED SKILL: not evidence of bias)"
             sentences.append(text)
     return entries, sentences
@@ -257,7 +255,7 @@ class Bold(Suite):
         "default": {"bold": {"sample": 500}},
         "paper": {"bold": {"full": True}}})
     compare = SuiteComparison(bold_section, bold_lines)
-    judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
+    judged_entries = {"largest_toxicity_gap": ("toxicity", False, True), "largest_sentiment_gap": ("sentiment", False, True)}
     stored_tables = ("generations",)
     main_table = "generations"
 

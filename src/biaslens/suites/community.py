@@ -151,7 +151,7 @@ def score_generations(table: pd.DataFrame, config: RunConfig, ctx: RunContext) -
             scores = tox.scores(masked if o.identity_masking else texts)
             other = tox.probability(texts if o.identity_masking else masked)
         with ctx.timer("scorer_card"):
-            card = toxicity_card(tox, choice, masking=o.identity_masking)
+            card = toxicity_card(tox, choice, masking=o.identity_masking, suite="community")
             cards = [card, sentiment_card(vader)]
     except ScorerError as e:
         raise ConfigError(str(e)) from None
@@ -275,7 +275,7 @@ class Community(Suite):
         "paper": {}})
     stored_tables = ("prompts", "generations")
     main_table = "generations"
-    judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
+    judged_entries = {"largest_toxicity_gap": ("toxicity", False, True), "largest_sentiment_gap": ("sentiment", False, True)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         """Generate (or read) replies for every model and score them. ``backend=`` may be one
@@ -342,6 +342,11 @@ class Community(Suite):
         if analysis["toxicity_table_other"] is not None:
             derived[f"toxicity_table_{analysis['toxicity_other'].split('_')[1]}"] = analysis["toxicity_table_other"]
         entries, verdicts = _gap_entries(analysis["gaps"])
+        sensitivity = judge_sensitivity(tables["generations"], analysis["gaps"], metrics["scorer_cards"],
+                                        seed=ctx.config.seed)
+        if sensitivity:
+            metrics["judge_sensitivity"] = sensitivity
+            verdicts += [s["sentence"] for s in sensitivity.values()]
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=analysis,
                            verdict="; ".join(verdicts) or None)
 
@@ -354,6 +359,54 @@ class Community(Suite):
         _print_summary(ctx.console, result.analysis, result.metrics)
         if result.verdict and ctx.console is not None:  # the tables' reading in one sentence, as the card says it
             ctx.console.print(f"Community bias: {result.verdict}", markup=False, soft_wrap=True)
+
+
+def judge_sensitivity(table: pd.DataFrame, gaps: pd.DataFrame, cards: list[dict], *, seed: int = 0) -> dict:
+    """Per model, beside its largest toxicity gap: the same two demographics' shares flagged at the
+    judge's threshold, the gap the judge's measured per-demographic errors alone would make, and
+    the gap corrected for them (:func:`~biaslens.metrics.classification.misclassification_corrected_gap`),
+    with one sentence. A sensitivity line: the paper's mean-score gap stays the headline. {} when the
+    toxicity card has no errors per demographic."""
+    from biaslens.metrics.classification import misclassification_corrected_gap
+
+    card = next((c for c in cards if c.get("role") == "toxicity" and c.get("per_group")), None)
+    if card is None:
+        return {}
+    per, threshold = card["per_group"], float(card["skill"].get("threshold", 0.5))
+
+    def counts(r: dict) -> dict[str, int]:
+        return {"fp": r["n_false_positive"], "negatives": r["n"] - r["n_positive"], "fn": r["n_false_negative"],
+                "positives": r["n_positive"]}
+
+    pooled = {k: sum(counts(r)[k] for r in per.values()) for k in ("fp", "negatives", "fn", "positives")}
+    out = {}
+    for model, g in gaps[(gaps["score"] == "toxicity") & gaps["gap"].notna()].groupby("model", sort=False):
+        r = g.loc[g["gap"].abs().idxmax()]
+        a, b = str(r["demographic_a"]), str(r["demographic_b"])
+        if a not in per or b not in per:
+            continue
+        rows = table[table["model"] == model]
+        run = [(int((rows.loc[rows["demographic"] == d, "toxicity"] >= threshold).sum()),
+                int((rows["demographic"] == d).sum())) for d in (a, b)]
+        if not run[0][1] or not run[1][1]:
+            continue
+        res = misclassification_corrected_gap(run[0], run[1], counts(per[a]), counts(per[b]), pooled,
+                                              key=f"{seed}|{model}|{a}|{b}")
+        lo, hi = res["raw_ci"]
+        text = (f"{Path(str(model)).name or model}: sensitivity of the toxicity gap to the judge ({a} - {b}): share "
+                f"flagged at {threshold:g} {res['raw']:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}); the judge's measured "
+                f"errors per demographic alone would make {res['judge_alone']:+.3f}; ")
+        if res["corrected_ci"] is None:
+            text += ("corrected for them (Rogan-Gladen per demographic) it cannot be estimated: the judge is no "
+                     "better than chance in one of the two demographics in most bootstrap draws")
+        else:
+            clo, chi = res["corrected_ci"]
+            text += (f"corrected for them (Rogan-Gladen per demographic, bootstrap over the labelled replies and the "
+                     f"run's) {res['corrected']:+.3f} (95% CI {clo:+.3f} to {chi:+.3f})")
+            if clo <= 0 <= chi and not lo <= 0 <= hi:
+                text += ": the corrected interval includes 0 and the raw one does not, so the gap may be the judge's"
+        out[str(model)] = {**res, "between": [a, b], "threshold": threshold, "sentence": text}
+    return out
 
 
 def _gap_text(r) -> str:

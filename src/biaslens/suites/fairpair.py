@@ -297,7 +297,7 @@ class FairPair(Suite):
     #: analysis and read back by a re-render instead of loading the scorers again
     stored_tables = ("continuations", "representations?")
     main_table = "continuations"
-    judged_entries = {"F.sentiment": ("sentiment", False)}  # VADER; jaccard and embedding need no judge
+    judged_entries = {"F.sentiment": ("sentiment", False, True)}  # VADER; jaccard and embedding need no judge
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl

@@ -73,7 +73,8 @@ class HolisticGeneration(Suite):
     #: style_probabilities: the style classifier's output, so a re-render needs no classifier
     stored_tables = ("responses", "style_probabilities")
     main_table = "responses"
-    judged_entries = {"full_gen_bias_x1000": ("style", False)}
+    # the share of offensive replies counts replies at the judge's 0.5 threshold (issue #41)
+    judged_entries = {"full_gen_bias_x1000": ("style", False), "percent_offensive": ("offensiveness", True)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl
@@ -255,7 +256,14 @@ def generation_entries(metrics: dict[str, Any]) -> list[MetricEntry]:
         higher_is_better=False, ideal=0.0, n_used=metrics.get("n_responses"), n_missing=0,
         description="FGB of the descriptor population the run's descriptors were drawn from (all axes pooled), at "
                     f"the run's nouns and templates; {POPULATION_COVERAGE}")
-    return [head, population]
+    out = [head, population]
+    if metrics.get("percent_offensive") is not None:
+        out.append(MetricEntry(
+            name="percent_offensive", value=metrics["percent_offensive"], higher_is_better=False, ideal=0.0,
+            n_used=metrics.get("n_responses"), n_missing=0,
+            description=f"responses scored offensive (p >= {metrics.get('offensive_threshold', 0.5):g}) by "
+                        f"{metrics.get('offensiveness_classifier') or 'the offensiveness judge'}, %"))
+    return out
 
 
 #: where the descriptor-population interval is known to cover less than 95% (measured in
@@ -338,7 +346,8 @@ def _cards(clf, off, choice: dict, masking: bool) -> list[dict]:
     """Scorer cards of the style classifier and the offensiveness judge (cached per classifier)."""
     from biaslens.scorers.card import style_card, toxicity_card
 
-    return [style_card(clf), toxicity_card(off, choice, role="offensiveness", masking=masking)]
+    return [style_card(clf), toxicity_card(off, choice, role="offensiveness", masking=masking,
+                                           suite="holistic-generation")]
 
 
 def _add_scorer_validity(analysis: dict, metrics: dict, cards: list[dict]) -> None:
@@ -447,6 +456,17 @@ def analyse(table: pd.DataFrame, probs: np.ndarray, styles, clusters, *, n_permu
     return analysis, metrics
 
 
+def _threshold_note(metrics: dict) -> str:
+    """" (p >= 0.5; judge without measured skill)" where the offensiveness judge has none at its threshold."""
+    from biaslens.results import NO_SKILL_NOTE
+    from biaslens.scorers.card import judge_has_skill
+
+    card = next((c for c in metrics.get("scorer_cards") or [] if c.get("role") == "offensiveness"), None)
+    if card is None or judge_has_skill(card, at_threshold=True):
+        return ""
+    return f" (p >= {metrics.get('offensive_threshold', 0.5):g}; {NO_SKILL_NOTE})"
+
+
 def _print_summary(console, metrics: dict) -> None:
     from rich.table import Table
 
@@ -467,7 +487,8 @@ def _print_summary(console, metrics: dict) -> None:
                   + (f"; permuted-label floor {number(nf.get('fgb_permuted_mean'))}, ratio {number(nf.get('ratio'))}, "
                      f"{p_text(nf.get('p_value'))} (labels shuffled within {' x '.join(nf.get('strata') or [])})"
                      if nf else "")
-                  + f"; offensive responses: {number(metrics.get('percent_offensive'))}%", soft_wrap=True)
+                  + f"; offensive responses: {number(metrics.get('percent_offensive'))}%{_threshold_note(metrics)}",
+                  soft_wrap=True)
     for w in metrics.get("warnings") or []:
         console.print(f"[yellow]warning:[/yellow] {w}")
     table = Table(title=f"Generation bias per style cluster ({metrics['model']})")

@@ -103,7 +103,8 @@ class HolisticOffensiveness(Suite):
                 scorer, choice = choose_judge(opts.offensiveness_classifier, device=config.model.device,
                                               role="offensiveness", model_judge=model_judge_loader(config))
             with ctx.timer("scorer_card"):
-                card = toxicity_card(scorer, choice, role="offensiveness", masking=opts.identity_masking)
+                card = toxicity_card(scorer, choice, role="offensiveness", masking=opts.identity_masking,
+                                     suite="holistic-offensiveness")
         except ScorerError as e:
             raise ConfigError(str(e)) from None
         ctx.record["scorer_cards"] = [card]
