@@ -26,9 +26,11 @@ def score_table(s: pd.DataFrame) -> pd.DataFrame:
         "category": s["group"], "items": s["n_items"], "templates": s["n_templates"],
         "accuracy, ambiguous": s["accuracy_ambiguous"].map(_x100),
         "accuracy, disambiguated": s["accuracy_disambiguated"].map(_x100),
-        "S_AMB": s["s_amb"].map(_x100), "S_AMB 95% CI": intervals(100 * s["s_amb_ci_low"], 100 * s["s_amb_ci_high"]),
+        "S_AMB": s["s_amb"].map(_x100), "S_AMB CI": intervals(100 * s["s_amb_ci_low"], 100 * s["s_amb_ci_high"]),
+        "S_AMB CI level": s["level_amb"] if "level_amb" in s else 0.95,
         "S_AMB p (Holm)": s["p_holm_amb"], "non-UNKNOWN answers, ambiguous": s["n_non_unknown_amb"],
-        "S_DIS": s["s_dis"].map(_x100), "S_DIS 95% CI": intervals(100 * s["s_dis_ci_low"], 100 * s["s_dis_ci_high"]),
+        "S_DIS": s["s_dis"].map(_x100), "S_DIS CI": intervals(100 * s["s_dis_ci_low"], 100 * s["s_dis_ci_high"]),
+        "S_DIS CI level": s["level_dis"] if "level_dis" in s else 0.95,
         "S_DIS p (Holm)": s["p_holm_dis"], "non-UNKNOWN answers, disambiguated": s["n_non_unknown_dis"],
         "unmappable answers": s["n_unmapped"], "items without a biased answer": s["n_no_target"]})
 
@@ -58,8 +60,9 @@ def scores_figure(s: pd.DataFrame, title: str):
         ax.set_xlabel("bias score x100 (0: unbiased)")
     axes[0].set_yticks(y, groups)
     axes[0].invert_yaxis()
-    return figure_from_matplotlib(fig, title, "Bars: the paper's bias scores; whiskers: 95% percentile bootstrap "
-                                              "intervals over templates. Positive: answers follow the stereotype.")
+    return figure_from_matplotlib(fig, title, "Bars: the paper's bias scores; whiskers: percentile bootstrap "
+                                              "intervals over templates (all categories: 95%; each category: at "
+                                              "Holm's step level). Positive: answers follow the stereotype.")
 
 
 def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dict[str, Any], verdict: str | None) -> str:
@@ -135,16 +138,17 @@ def compare_section(entries, verdicts: dict[str, dict[str, Any]]) -> tuple[list[
         m = e.metrics["bbq"]
         for group, r in (m.get("by_category") or {}).items():
             rows.append({"model": e.label, "category": group, "S_AMB": _x100(r["s_amb"]),
-                         "S_AMB 95% CI": intervals([100 * r["s_amb_ci_low"]], [100 * r["s_amb_ci_high"]])[0]
+                         "S_AMB CI": intervals([100 * r["s_amb_ci_low"]], [100 * r["s_amb_ci_high"]])[0]
                          if r["s_amb_ci_low"] is not None else "–",
                          "S_DIS": _x100(r["s_dis"]),
-                         "S_DIS 95% CI": intervals([100 * r["s_dis_ci_low"]], [100 * r["s_dis_ci_high"]])[0]
+                         "S_DIS CI": intervals([100 * r["s_dis_ci_low"]], [100 * r["s_dis_ci_high"]])[0]
                          if r["s_dis_ci_low"] is not None else "–",
                          "non-UNKNOWN answers, disambiguated": r["n_non_unknown_dis"],
                          "accuracy, ambiguous": _x100(r["accuracy_ambiguous"])})
         pooled[e.label] = {k: (m.get("pooled") or {}).get(k) for k in ("s_amb", "s_dis")}
     df = pd.DataFrame(rows)
-    intro = ("S_AMB and S_DIS (x100) per category and model, with 95% template-bootstrap intervals. The pooled S_AMB "
+    intro = ("S_AMB and S_DIS (x100) per category and model, with template-bootstrap intervals (all categories 95%; "
+             "each category at its run's Holm step level). The pooled S_AMB "
              "of each model against the first (a change only where the two runs' 95% intervals do not overlap, "
              "and only for runs of the same items and answering): "
              + "; ".join(f"{k}: {v['verdict']}" + (f" ({v['reason']})" if v.get("reason") and v["verdict"] != "reference" else "")
