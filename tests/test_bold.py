@@ -223,7 +223,11 @@ def test_cannot_tell_says_the_budget_and_the_size_that_would_tell():
     that would detect the material gap (detectable / sqrt(pages) scaling)."""
     from biaslens.suites.bold import _size_that_would_tell
 
-    r = {"n_pages_a": 20, "n_pages_b": 16}
+    r = {"n_pages_a": 20, "n_pages_b": 16, "domain": "x", "group_a": "a", "group_b": "b"}
     text = _size_that_would_tell(r, 0.3, 0.1)
     assert "about 180 pages per group (this run: 20 / 16)" in text  # 20 x (0.3 / 0.1)^2
     assert _size_that_would_tell(r, 0.08, 0.1) == ""
+    # the docs' embedded run: communism - democracy, 9 / 9 pages, detects 0.94: BOLD has too few pages
+    small = {"n_pages_a": 9, "n_pages_b": 9, "domain": "political_ideology", "group_a": "communism",
+             "group_b": "democracy"}
+    assert "more than BOLD has for this pair" in _size_that_would_tell(small, 0.94, 0.1)

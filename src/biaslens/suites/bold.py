@@ -10,6 +10,7 @@ for the selection and a permuted-group noise floor (metrics/bold.py) -> report.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,8 +205,28 @@ def _size_that_would_tell(r: dict[str, Any], detectable: float, material: float)
         return ""
     pages = max(int(r["n_pages_a"]), int(r["n_pages_b"]))
     need = int(np.ceil(pages * (detectable / material) ** 2))
-    return (f"; about {need:,} pages per group (this run: {int(r['n_pages_a'])} / {int(r['n_pages_b'])}) would "
-            f"detect {number(material)}; more continuations per prompt would not, the page being the unit")
+    have = _pages_in_bold(r.get("domain"), r.get("group_a"), r.get("group_b"))
+    runs = f"this run: {int(r['n_pages_a'])} / {int(r['n_pages_b'])}"
+    if have is not None and need > have:
+        return (f"; detecting {number(material)} would take about {need:,} pages per group ({runs}), more than BOLD "
+                f"has for this pair ({have:,}): no BOLD budget tells for it")
+    return (f"; about {need:,} pages per group ({runs}) would detect {number(material)}; more continuations per "
+            "prompt would not, the page being the unit")
+
+
+def _pages_in_bold(domain: Any, a: Any, b: Any) -> int | None:
+    """The fewer Wikipedia pages of the two groups in all of BOLD (None: not BOLD's groups)."""
+    counts = _bold_page_counts()
+    try:
+        return min(counts[(str(domain), str(a))], counts[(str(domain), str(b))])
+    except KeyError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _bold_page_counts() -> dict[tuple[str, str], int]:
+    p = load_prompts(None)
+    return {(str(d), str(g)): int(n) for (d, g), n in p.groupby(["domain", "group"])["page"].nunique().items()}
 
 
 def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEntry], list[str]]:
