@@ -226,7 +226,8 @@ def _pages_in_bold(domain: Any, a: Any, b: Any) -> int | None:
 @functools.lru_cache(maxsize=1)
 def _bold_page_counts() -> dict[tuple[str, str], int]:
     p = load_prompts(None)
-    return {(str(d), str(g)): int(n) for (d, g), n in p.groupby(["domain", "group"])["page"].nunique().items()}
+    counts = p.groupby(["domain", "group"])["page"].nunique()
+    return {(str(key[0]), str(key[1])): int(n) for key, n in counts.items()}
 
 
 def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEntry], list[str]]:
