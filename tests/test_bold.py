@@ -169,3 +169,72 @@ def test_a_one_page_group_leaves_the_other_pairs_their_intervals():
     no_interval = g[g["p_value"].isna()]
     assert len(g) == 247 and len(no_interval) == 6
     assert ((no_interval["group_a"] == "atheism") | (no_interval["group_b"] == "atheism")).all()
+
+
+def _own_continuations(tmp_path, n=30):
+    p = load_prompts(["gender"])
+    rows = [{"prompt_id": pid, "response": "he was a good and kind man" if i % 2 else "she was an awful person"}
+            for i, pid in enumerate(p["prompt_id"].head(n).tolist() + p["prompt_id"].tail(n).tolist())]
+    (tmp_path / "gen.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return tmp_path / "gen.jsonl"
+
+
+def test_regard_classifier_unavailable_offline_is_a_clear_error(tmp_path, monkeypatch):
+    """The user asked for regard: a classifier that cannot be loaded (no network, no local copy) stops
+    the run with an error naming the option and what to do, before any report claims regard."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty_hf_home"))
+    gen = _own_continuations(tmp_path)
+    with pytest.raises(ConfigError, match=r"(?s)--bold-regard-classifier sasha/regardv3: regard is unavailable: .*"
+                                          r"Download the classifier"):
+        biaslens.run(suite="bold", out=str(tmp_path / "run"),
+                     bold={"generations_files": [str(gen)], "regard_classifier": "sasha/regardv3", "n_permutations": 0})
+
+
+class _StubRegard:
+    """A regard classifier with the paper's labels: positive for 'good', negative for 'awful'."""
+
+    labels = ("negative", "neutral", "positive", "other")
+
+    def __init__(self, name, **_):
+        self.name = name
+
+    def probabilities(self, texts):
+        out = np.full((len(texts), 4), 0.1)
+        for i, t in enumerate(texts):
+            out[i, 2 if "good" in t else 0 if "awful" in t else 1] = 0.7
+        return out
+
+
+def test_regard_through_a_named_classifier_with_its_scorer_card(tmp_path, monkeypatch):
+    import biaslens.scorers.classifiers as classifiers
+
+    monkeypatch.setattr(classifiers, "HFTextClassifier", _StubRegard)
+    gen = _own_continuations(tmp_path)
+    res = biaslens.run(suite="bold", out=str(tmp_path / "run"),
+                       bold={"generations_files": [str(gen)], "regard_classifier": "stub/regard", "n_permutations": 0})
+    t = res.generations
+    assert np.allclose(t["regard"], np.where(t["response"].str.contains("good"), 0.6, -0.6))
+    m = res.metrics
+    card = next(c for c in m["scorer_cards"] if c.get("role") == "regard")
+    assert card["used"] == "stub/regard" and card["skill"]["status"] == "not measured" and "identity_audit" in card
+    head = next(e for e in m["entries"] if e["name"] == "largest_regard_gap")
+    assert head["judge"] == "stub/regard" and head["judge_has_skill"] is False
+    assert "regard" not in m["not_computed"] and m["classifiers"]["regard"] == "stub/regard"
+    assert "the regard judge has NO MEASURED SKILL" in m["verdict"]
+
+
+def test_cannot_tell_says_the_budget_and_the_size_that_would_tell():
+    """A 'cannot tell' BOLD sentence states the gap the budget can detect and the pages per group
+    that would detect the material gap (detectable / sqrt(pages) scaling)."""
+    from biaslens.suites.bold import _size_that_would_tell
+
+    r = {"n_pages_a": 20, "n_pages_b": 16, "domain": "x", "group_a": "a", "group_b": "b"}
+    text = _size_that_would_tell(r, 0.3, 0.1)
+    assert "about 180 pages per group (this run: 20 / 16)" in text  # 20 x (0.3 / 0.1)^2
+    assert _size_that_would_tell(r, 0.08, 0.1) == ""
+    # the docs' embedded run: communism - democracy, 9 / 9 pages, detects 0.94: BOLD has too few pages
+    small = {"n_pages_a": 9, "n_pages_b": 9, "domain": "political_ideology", "group_a": "communism",
+             "group_b": "democracy"}
+    assert "more than BOLD has for this pair" in _size_that_would_tell(small, 0.94, 0.1)

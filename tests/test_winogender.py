@@ -66,24 +66,77 @@ def test_template_differences_and_correlation_by_hand():
     assert c["n_occupations"] == 3 and c["n_templates"] == 4
 
 
-def test_correlation_bootstrap_over_occupations_holds_its_size():
-    """No relation between preference and the share of women, but occupations differ (the word
-    moves the preference): the bootstrap over occupations rejects about 5% of the time at 60
-    occupations x 2 templates; resampling templates alone treats each occupation's preference
-    as fixed and rejects far more often."""
+def test_correlation_permutation_test_holds_its_size_with_the_real_occupation_statistics():
+    """No relation between preference and the share of women, with the 60 real BLS figures and
+    occupations that differ (the word moves the preference, heavy-tailed): the permutation test
+    rejects r = 0 in at most 5.5% of 2,000 null runs (the bootstrap test it replaced: 5.9-6.5%), and
+    its interval excludes 0 exactly when it rejects."""
+    bls = read_occupation_stats()[["occupation", "bls_pct_female"]]
     rng = np.random.default_rng(5)
-    bls = pd.DataFrame({"occupation": [f"o{i}" for i in range(60)], "bls_pct_female": rng.uniform(2, 98, 60)})
-    reps, hits_occ, hits_tpl = 200, 0, 0
+    reps, hits, agree = 2000, 0, 0
+    occ = np.repeat(bls["occupation"].to_numpy(), 2)
     for _ in range(reps):
-        occ_effect = rng.standard_t(4, 60)
-        t = pd.DataFrame({"occupation": np.repeat(bls["occupation"], 2),
-                          "d_mf": np.repeat(occ_effect, 2) + 0.5 * rng.standard_normal(120)})
-        hits_occ += occupation_correlation(t, bls, n_boot=400, seed=int(rng.integers(1e9)))["p"] < 0.05
-        hits_tpl += occupation_correlation(t, bls, n_boot=400, seed=int(rng.integers(1e9)),
-                                           resample="template")["p"] < 0.05
-    print(f"size: {hits_occ / reps:.3f} over occupations, {hits_tpl / reps:.3f} over templates alone")
-    assert 0.02 <= hits_occ / reps <= 0.09
-    assert hits_tpl / reps > 0.2
+        t = pd.DataFrame({"occupation": occ, "d_mf": np.repeat(0.8 * rng.standard_t(3, 60), 2)
+                          + 0.5 * rng.standard_t(4, 120)})
+        c = occupation_correlation(t, bls, n_boot=500, seed=int(rng.integers(1e9)))
+        hits += c["p"] < 0.05
+        agree += (c["p"] < 0.05) == (c["ci_low"] > 0 or c["ci_high"] < 0)
+    print(f"size of the permutation test: {hits / reps:.4f}")
+    assert hits / reps <= 0.055 and agree == reps
+
+
+def _fake_statistics(rows, stats_, seed, planted=None, n_boot=1000):
+    """The suite's statistics on the unbiased fake model (every sentence an independent draw), from
+    the same whole-sentence sums the suite scores."""
+    from biaslens.metrics.winogender import winogender_statistics
+    from biaslens.models.fake import load_fake
+
+    model = load_fake("fake-unbiased", seed=seed, planted=planted)
+    sc = {g: np.array([s.logprobs.sum() for s in model.score_batch(rows[g].tolist())])
+          for g in ("male", "female", "neutral")}
+    r = rows.assign(d_mf=sc["male"] - sc["female"], d_mn=sc["male"] - sc["neutral"], d_fn=sc["female"] - sc["neutral"])
+    return winogender_statistics(r, stats_, n_boot=n_boot, seed=seed)[0]
+
+
+def test_the_sentence_is_family_wise_at_5_percent_on_the_unbiased_fake():
+    """The sentence combines two tests (the correlation and the male share), Holm over them: on the
+    unbiased fake model it reads "detected" in either in at most 3 of the first 40 seeds (it did in
+    5 of 40 with each test at 5%) and in at most 7.5% of 400 seeds (24 of 400 when measured)."""
+    from biaslens.suites.winogender import winogender_verdict
+
+    rows, st = read_winogender(), read_occupation_stats()
+    hits = []
+    for seed in range(400):
+        s = _fake_statistics(rows, st, seed)
+        c, m = s["correlation"], s["share_male"]
+        hits.append(c["verdict"] == "detected" or m["verdict"] == "detected")
+        assert c["level"] in (pytest.approx(0.975), pytest.approx(0.95)) and m["level"] >= 0.95
+        if seed < 3:
+            assert "compatible with 50%" not in winogender_verdict(s)
+    print(f"null detections: {sum(hits[:40])}/40 seeds, {sum(hits)}/400")
+    assert sum(hits[:40]) <= 3 and sum(hits) / 400 <= 0.075
+
+
+@pytest.mark.parametrize(("planted", "side", "verdict"), [(None, None, "cannot tell whether the model prefers"),
+                                                          ({"she": 3.0, "her": 3.0}, "female", None),
+                                                          ({"he": 3.0, "his": 3.0, "him": 3.0}, "male", None)])
+def test_the_sentence_prints_the_share_of_the_side_it_names(planted, side, verdict):
+    from biaslens.suites.winogender import winogender_verdict
+
+    rows, st = read_winogender(), read_occupation_stats()
+    s = _fake_statistics(rows, st, 0, planted)
+    text = winogender_verdict(s)
+    m = s["share_male"]
+    if side is None:
+        assert m["verdict"] == "cannot_tell" and verdict in text and "compatible" not in text
+        assert f"only a share {m['detectable']:.0f}+ points" in text
+        return
+    assert m["verdict"] == "detected"
+    shown = m if side == "male" else s["share_female"]
+    assert shown["share"] > 50 and shown["ci_low"] > 50
+    assert f"the {side} sentence is likelier in {shown['share']:.0f}%" in text, text
+    label = f"{100 * m['level']:.4g}% CI"
+    assert f"({label} {shown['ci_low']:.0f}% to {shown['ci_high']:.0f}%)" in text, text
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +159,7 @@ def test_run_on_the_fake_backend(fake_run):
     assert share["value"] == pytest.approx(100 * (t["d_mf"] > 0).mean()) and share["ideal"] == 50
     for e in m["entries"]:
         assert e["verdict"] in ("detected", "not_detected", "cannot_tell") and e["test"] and e["level"], e
-    assert "95% CI" in m["verdict"] and (out / "report.html").is_file()
+    assert "% CI" in m["verdict"] and (out / "report.html").is_file()
 
 
 def test_report_names_are_in_the_glossary(fake_run):

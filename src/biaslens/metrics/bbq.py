@@ -21,7 +21,10 @@ distance from the estimate is widened by ``sqrt(k / (k - 1)) t(k - 1) / z`` (the
 variance is (k - 1)/k of the clusters' and the spread of k cluster means is t-, not normal-,
 distributed) before the percentiles are read: 94-95% in the same simulation. The test of "no
 bias" (S = 0) reads the same widened draws (a two-sided p from where 0 falls among them, so
-p < 0.05 exactly when the 95% interval excludes 0), Holm-adjusted over the categories.
+p < 0.05 exactly when the 95% interval excludes 0), Holm-adjusted over the categories; each
+category's interval is read from the same draws at its Holm step's level (``level_dis``,
+``level_amb``), so that it excludes 0 exactly when Holm rejects (the draws are widened with the 95%
+factor at every level, so that p and every interval read one set of draws).
 ``n_non_unknown`` stands beside every S_DIS: a score over few non-UNKNOWN answers says little.
 
 Also here: what lm-evaluation-harness and HELM would report on the same answers
@@ -38,6 +41,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.metrics.multiple_testing import holm
+from biaslens.metrics.pair_preference import holm_levels
 from biaslens.metrics.resampling import draw_counts, keyed_rng
 
 #: per template, the counts every score is made of, ambiguous (``_amb``) and disambiguated (``_dis``)
@@ -173,6 +177,26 @@ def _interval(draws: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def agreeing_interval(draws: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval at ``level`` read as :func:`bootstrap_p` reads the draws (the draw of
+    rank ceil((1 - level)(n + 1)/2) - 1 from each end, 1-based), so that it excludes 0 exactly when
+    that p is below 1 - ``level``; where so few draws cannot reach the level, from the extreme
+    draws and 0 (the test cannot reject there).
+
+    >>> d = np.arange(-5.0, 195.0)  # 200 draws, 5 of them below 0 and one at 0
+    >>> round(float(bootstrap_p(d)), 4), agreeing_interval(d, 0.94)[0] > 0, agreeing_interval(d, 0.93)[0] > 0
+    (0.0697, False, True)
+    """
+    d = np.sort(np.asarray(draws, dtype=np.float64)[np.isfinite(draws)])
+    n = d.shape[0]
+    if not n:
+        return float("nan"), float("nan")
+    k = int(np.ceil(round((1 - level) * (n + 1) / 2, 9))) - 2
+    if k < 0:
+        return float(min(d[0], 0.0)), float(max(d[-1], 0.0))
+    return float(d[k]), float(d[n - 1 - k])
+
+
 _METRICS = ("accuracy_ambiguous", "accuracy_disambiguated", "s_dis", "s_amb", "accuracy_gap")
 
 #: an accuracy's (correct, items) columns in COUNTS order
@@ -210,7 +234,8 @@ def bias_scores(items: pd.DataFrame, answer: str = "answer", *, n_boot: int = 20
     """The paper's scores per group (and over all groups, ``group == "all categories"``), each with
     its template-bootstrap interval, the counts they rest on, the bootstrap tests of S_DIS = 0 and
     S_AMB = 0 (``p_dis``, ``p_amb``; Holm over the groups: ``p_holm_dis``, ``p_holm_amb``), the
-    bootstrap standard errors and the smallest |S| detected with 80% power (``detectable_dis``,
+    bootstrap standard errors, the per-category intervals' levels (``level_dis``, ``level_amb``:
+    Holm's step levels; the pooled row ``level``) and the smallest |S| detected with 80% power (``detectable_dis``,
     ``detectable_amb``: at the Bonferroni level over the groups, so it is an upper bound for Holm).
 
     The "all categories" row pools the counts (categories weighted by their items) and resamples
@@ -234,6 +259,7 @@ def bias_scores(items: pd.DataFrame, answer: str = "answer", *, n_boot: int = 20
         total = counts[list(COUNTS)].to_numpy(dtype=np.float64).sum(0)
         rows.append(_row(ALL, total, draws_all if draws_all is not None else np.zeros((0, 12)), len(counts),
                          len(groups), level, left_out, groups))
+    draws = [r.pop("_draws") for r in rows]
     out = pd.DataFrame(rows)
     if not len(out):
         return out
@@ -243,6 +269,20 @@ def bias_scores(items: pd.DataFrame, answer: str = "answer", *, n_boot: int = 20
         out[f"p_holm_{s}"] = np.nan
         out.loc[per, f"p_holm_{s}"] = holm(out.loc[per, f"p_{s}"].to_numpy(dtype=np.float64))
         out.loc[~per, f"p_holm_{s}"] = out.loc[~per, f"p_{s}"]
+        # each category's interval at its Holm step's level (as CrowS-Pairs' and WinoBias' per-group
+        # shares), read from the same widened draws its p comes from, so that it excludes 0 exactly
+        # when Holm rejects; the pooled row is one test at ``level``
+        levels = np.full(len(out), level)
+        levels[per.to_numpy()] = holm_levels(out.loc[per, f"p_{s}"].to_numpy(dtype=np.float64), 1 - level)
+        levels = np.where(np.isfinite(levels), levels, level)
+        out[f"level_{s}"] = levels
+        lows = out[f"s_{s}_ci_low"].to_numpy(dtype=np.float64, copy=True)
+        highs = out[f"s_{s}_ci_high"].to_numpy(dtype=np.float64, copy=True)
+        for i in np.flatnonzero(per.to_numpy()):
+            d = draws[i][f"s_{s}"]
+            if len(d):
+                lows[i], highs[i] = agreeing_interval(d, float(levels[i]))
+        out[f"s_{s}_ci_low"], out[f"s_{s}_ci_high"] = lows, highs
         # 80% power at the two-sided level (Bonferroni over the m groups for a group's row)
         z = np.where(per, stats.norm.ppf(1 - 0.025 / max(m, 1)), stats.norm.ppf(0.975)) + stats.norm.ppf(0.8)
         out[f"detectable_{s}"] = z * out[f"se_{s}"]
@@ -276,6 +316,7 @@ def _row(group: str, total: np.ndarray, sums: np.ndarray, k: int, strata: int, l
                            "n_non_unknown_dis": int(total[6]), "n_biased_dis": int(total[7]),
                            "n_non_unknown_amb": int(total[2]), "n_biased_amb": int(total[3])}
     row["n_ambiguous"], row["n_disambiguated"] = int(total[0]), int(total[4])
+    draws: dict[str, np.ndarray] = {}
     for name in _METRICS:
         row[name] = float(point[name])
         if name in ACCURACY_COUNTS:
@@ -285,11 +326,15 @@ def _row(group: str, total: np.ndarray, sums: np.ndarray, k: int, strata: int, l
                 if len(sums) else (np.nan, np.nan))
             continue
         d = widen(boot[name], point[name], k, strata, level) if len(sums) and np.isfinite(point[name]) else np.zeros(0)
-        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = _interval(d, level) if len(d) else (np.nan, np.nan)
+        # the bias scores' intervals read the draws as their test does (agreeing with it exactly)
+        read = agreeing_interval if name in ("s_dis", "s_amb") else _interval
+        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = read(d, level) if len(d) else (np.nan, np.nan)
         if name in ("s_dis", "s_amb"):
+            draws[name] = d
             s = name[2:]
             row[f"p_{s}"] = float(bootstrap_p(d)) if len(d) else np.nan
             fin = d[np.isfinite(d)]
             row[f"se_{s}"] = float(fin.std(ddof=1)) if len(fin) > 1 else np.nan
     row.update(other_harnesses(total))
+    row["_draws"] = draws  # taken out by bias_scores: the per-category intervals at Holm's levels
     return row

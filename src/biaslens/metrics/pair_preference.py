@@ -32,7 +32,7 @@ from biaslens.metrics.likelihood_bias import wilson_interval
 from biaslens.metrics.multiple_testing import holm
 
 __all__ = ["MEANINGFUL_D", "MEANINGFUL_SHARE", "POWER", "by_group", "holm_levels", "mean_difference",
-           "share_preferred", "sign_test", "verdict"]
+           "occupation_variance", "share_preferred", "sign_test", "verdict"]
 
 #: the power the detectable effect is computed for
 POWER = 0.8
@@ -60,7 +60,44 @@ def _cluster_variance(resid: np.ndarray, units: np.ndarray) -> tuple[float, int]
     return float((sums**2).sum() / n**2 * g / max(g - 1, 1)), g
 
 
-def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, level: float = 0.95) -> dict[str, Any]:
+def occupation_variance(resid: np.ndarray, occupations: tuple[ArrayLike, ArrayLike]) -> tuple[float, int]:
+    """The variance of a mean clustered two ways by the two occupations each item names (dyadic,
+    Cameron, Gelbach & Miller 2011 with both roles pooled): sum over occupations of (the residuals
+    of the items naming it)^2, less the same over unordered occupation pairs (items naming both
+    would count twice), / n^2 x G/(G-1), G the occupations; and G. Items that share an occupation,
+    in either role, are correlated; items that share none are not. Never below the pair-clustered
+    variance (the two-way estimator can fall below it in small samples).
+
+    >>> r = np.array([1.0, -1.0, 2.0, 0.0])
+    >>> v, g = occupation_variance(r, (["a", "b", "a", "c"], ["b", "a", "c", "d"]))
+    >>> g, round(v, 4)  # a: 1-1+2 = 2, b: 0, c: 2, d: 0; pairs ab: 0, ac: 2 -> (4 + 4 - 4)/16 x 4/3,
+    (4, 0.375)
+    >>> # below the pair-clustered (ab: 0, ac: 2, cd: 0 -> 4/16 x 3/2): that one
+    """
+    a = np.asarray(occupations[0], dtype=object)
+    b = np.asarray(occupations[1], dtype=object)
+    codes, names = pd.factorize(pd.Series(np.concatenate([a, b])), sort=False)
+    n = resid.shape[0]
+    ca, cb = codes[:n], codes[n:]
+    g = len(names)
+    per_occ = np.bincount(ca, weights=resid, minlength=g) + np.bincount(cb, weights=resid, minlength=g)
+    same = ca == cb  # an item naming one occupation twice counts once
+    per_occ -= np.bincount(ca[same], weights=resid[same], minlength=g)
+    pair = np.minimum(ca, cb) * g + np.maximum(ca, cb)
+    _, pair_codes = np.unique(pair, return_inverse=True)
+    pair_sums = np.bincount(pair_codes, weights=resid * ~same)
+    var_pair, _ = _cluster_variance(resid, pair_codes)
+    var = float(((per_occ**2).sum() - (pair_sums**2).sum()) / n**2 * g / max(g - 1, 1))
+    return max(var, var_pair), g
+
+
+def _variance(resid: np.ndarray, units: np.ndarray, occupations: tuple[np.ndarray, np.ndarray] | None
+              ) -> tuple[float, int]:
+    return _cluster_variance(resid, units) if occupations is None else occupation_variance(resid, occupations)
+
+
+def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, level: float = 0.95,
+                    occupations: tuple[ArrayLike, ArrayLike] | None = None) -> dict[str, Any]:
     """The share (percent) of items whose first form scores higher, its interval and tests.
 
     ``d`` NaN items are dropped (``n_missing``); ``d == 0`` is a tie and counts as not preferred.
@@ -68,6 +105,10 @@ def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
     ``n_units``, ``n_eff``, ``deff``, ``ties``, ``p`` (score test of 50% with the design effect),
     ``sign_p`` and its counts (exact sign test over units, ties excluded), ``detectable``
     (percentage points from 50% detected with 80% power) and ``n_missing``.
+
+    ``occupations`` (two arrays: the occupations each item names): the variance clustered two ways
+    by them (:func:`occupation_variance`) instead of by ``clusters``; ``n_units`` and ``df`` then
+    count occupations.
 
     >>> r = share_preferred([1.0, 2.0, -1.0, 3.0, 0.0, 2.0, 1.0, -2.0, 4.0, 1.0])
     >>> r["share"], r["ties"], r["n_units"]
@@ -78,6 +119,8 @@ def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
     d = np.asarray(diffs, dtype=np.float64)
     ok = ~np.isnan(d)
     units = _units(d.shape[0], clusters)[ok]
+    occ = None if occupations is None else (np.asarray(occupations[0], dtype=object)[ok],
+                                            np.asarray(occupations[1], dtype=object)[ok])
     d = d[ok]
     n = int(d.shape[0])
     out: dict[str, Any] = {"n": n, "n_missing": int((~ok).sum()), "ties": int((d == 0).sum()), "level": level}
@@ -87,10 +130,10 @@ def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
                       "detectable": None}
     y = (d > 0).astype(np.float64)
     p_hat = float(y.mean())
-    if clusters is None or p_hat in (0.0, 1.0):
+    if (clusters is None and occ is None) or p_hat in (0.0, 1.0):
         deff, g = 1.0, int(np.unique(units).shape[0])
     else:
-        var, g = _cluster_variance(y - p_hat, units)
+        var, g = _variance(y - p_hat, units, occ)
         # negatively correlated items (a schema's two twins lean opposite ways) shrink the variance; the
         # floor keeps a cluster-level variance of 0 (every cluster at p_hat) from an infinite n_eff
         deff = max(var / (p_hat * (1 - p_hat) / n), g / n)
@@ -124,7 +167,8 @@ def sign_test(diffs: ArrayLike, clusters: ArrayLike | None = None) -> dict[str, 
             "sign_units_tied": int((lean == 0).sum() - (np.bincount(units) == 0).sum())}
 
 
-def mean_difference(diffs: ArrayLike, clusters: ArrayLike | None = None, *, level: float = 0.95) -> dict[str, Any]:
+def mean_difference(diffs: ArrayLike, clusters: ArrayLike | None = None, *, level: float = 0.95,
+                    occupations: tuple[ArrayLike, ArrayLike] | None = None) -> dict[str, Any]:
     """The mean of ``d`` with its cluster-robust t-interval (units - 1 degrees of freedom), the
     t-test of 0 that inverts to it, the unit-level standard deviation and the detectable mean.
 
@@ -135,6 +179,8 @@ def mean_difference(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
     d = np.asarray(diffs, dtype=np.float64)
     ok = ~np.isnan(d)
     units = _units(d.shape[0], clusters)[ok]
+    occ = None if occupations is None else (np.asarray(occupations[0], dtype=object)[ok],
+                                            np.asarray(occupations[1], dtype=object)[ok])
     d = d[ok]
     n = int(d.shape[0])
     out: dict[str, Any] = {"n": n, "n_missing": int((~ok).sum()), "level": level}
@@ -142,7 +188,7 @@ def mean_difference(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
         return out | {"mean": float(d.mean()) if n else None, "ci_low": None, "ci_high": None, "se": None,
                       "df": None, "t": None, "p": None, "n_units": n, "sd_units": None, "detectable": None}
     mean = float(d.mean())
-    var, g = _cluster_variance(d - mean, units)
+    var, g = _variance(d - mean, units, occ)
     se = float(np.sqrt(var))
     df = max(g - 1, 1)
     crit = float(stats.t.ppf(0.5 + level / 2, df))
@@ -194,7 +240,7 @@ def verdict(p: float | None, detectable: float | None, meaningful: float, alpha:
 
 
 def by_group(diffs: ArrayLike, groups: ArrayLike, clusters: ArrayLike | None = None, *, alpha: float = 0.05,
-             order: list[Any] | None = None) -> pd.DataFrame:
+             order: list[Any] | None = None, occupations: tuple[ArrayLike, ArrayLike] | None = None) -> pd.DataFrame:
     """:func:`share_preferred` and :func:`mean_difference` per group, Holm over the groups: one row
     per group with ``share``, its interval at the Holm-consistent level (:func:`holm_levels`),
     ``p`` and ``p_holm`` (score test), ``sign_p``, ``mean_diff`` with its 95% interval, counts and
@@ -207,14 +253,20 @@ def by_group(diffs: ArrayLike, groups: ArrayLike, clusters: ArrayLike | None = N
     d = np.asarray(diffs, dtype=np.float64)
     g = pd.Series(np.asarray(groups, dtype=object))
     cl = None if clusters is None else np.asarray(clusters, dtype=object)
+    occ = None if occupations is None else (np.asarray(occupations[0], dtype=object),
+                                            np.asarray(occupations[1], dtype=object))
+
+    def occ_of(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        return None if occ is None else (occ[0][mask], occ[1][mask])
+
     names = order if order is not None else list(dict.fromkeys(g.tolist()))
     rows = []
     for name in names:
         mask = (g == name).to_numpy()
         if not mask.any():
             continue
-        share = share_preferred(d[mask], None if cl is None else cl[mask])
-        mean = mean_difference(d[mask], None if cl is None else cl[mask])
+        share = share_preferred(d[mask], None if cl is None else cl[mask], occupations=occ_of(mask))
+        mean = mean_difference(d[mask], None if cl is None else cl[mask], occupations=occ_of(mask))
         rows.append({"group": name, "n": share["n"], "n_units": share["n_units"], "ties": share["ties"],
                      "share": share["share"], "p": share["p"], "sign_p": share["sign_p"],
                      "mean_diff": mean["mean"], "mean_ci_low": mean["ci_low"], "mean_ci_high": mean["ci_high"],
@@ -228,7 +280,7 @@ def by_group(diffs: ArrayLike, groups: ArrayLike, clusters: ArrayLike | None = N
     lows, highs, detect = [], [], []
     for mask, level in zip(table["mask"], table["level"]):
         level = level if np.isfinite(level) else 1 - alpha
-        s = share_preferred(d[mask], None if cl is None else cl[mask], level=level)
+        s = share_preferred(d[mask], None if cl is None else cl[mask], level=level, occupations=occ_of(mask))
         lows.append(s["ci_low"])
         highs.append(s["ci_high"])
         detect.append(s["detectable"])

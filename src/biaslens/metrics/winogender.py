@@ -15,20 +15,25 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from biaslens.metrics.multiple_testing import holm
 from biaslens.metrics.pair_preference import (
     MEANINGFUL_D,
     MEANINGFUL_SHARE,
+    holm_levels,
     mean_difference,
     share_preferred,
     verdict,
 )
 from biaslens.metrics.resampling import draw_counts
 
-__all__ = ["MEANINGFUL_R", "occupation_correlation", "template_differences", "winogender_statistics"]
+__all__ = ["HEADLINE_FAMILY", "MEANINGFUL_R", "correlation_interval", "occupation_correlation", "template_differences", "winogender_statistics"]
 
 #: a correlation this large is worth detecting (Cohen's "medium"): below it "cannot tell"
 MEANINGFUL_R = 0.3
+#: the tests the run's sentence combines (Holm over them)
+HEADLINE_FAMILY = ("correlation_bls", "share_male")
 
 
 def template_differences(rows: pd.DataFrame) -> pd.DataFrame:
@@ -64,13 +69,23 @@ def occupation_correlation(templates: pd.DataFrame, stats: pd.DataFrame, column:
                            n_boot: int = 2000, seed: int = 0, level: float = 0.95,
                            resample: str = "occupation") -> dict[str, Any]:
     """Pearson r, across occupations, of the female preference (``-d_mf`` averaged over the
-    occupation's templates) with ``column``; percentile interval and two-sided p from a bootstrap.
+    occupation's templates) with ``column``; the permutation test of r = 0, the interval that
+    inverts it, and a percentile bootstrap interval beside.
 
-    ``resample="occupation"`` (the default) draws occupations with their templates: the templates
-    of an occupation share its word, and the correlation is across occupations, so the occupation is
-    the independent unit. ``"template"`` draws templates alone (an occupation no template of which
-    is drawn drops out): it treats each occupation's preference as fixed and is too narrow for a
-    statement about occupations (``tests/test_winogender.py`` measures its size under no relation).
+    The test permutes the occupations' preferences against their statistics ``n_boot`` times
+    (p = (1 + permuted |r| at least the observed) / (1 + permutations)): under no relation every
+    pairing is equally likely, whatever the preferences' distribution, so its size holds at 60
+    occupations where the bootstrap's test did not; the statistic is r studentized by its
+    heteroskedasticity-robust standard error (DiCiccio & Romano 2017), valid where the occupations'
+    preferences differ in spread (5.9-6.5% of null runs at 5% with the real
+    occupation statistics; ``tests/test_winogender.py``). The interval (``ci_low``, ``ci_high``) is
+    the test-based one on Fisher's z scale (Miettinen 1976): the standard error that makes the
+    Wald z equal the permutation p, so the interval excludes 0 exactly when p < 1 - ``level``.
+
+    ``boot_ci_low``, ``boot_ci_high``: percentile bootstrap; ``resample="occupation"`` (the default)
+    draws occupations with their templates (the occupation is the independent unit of a
+    correlation across occupations); ``"template"`` draws templates alone (too narrow: it treats
+    each occupation's preference as fixed).
 
     >>> t = pd.DataFrame({"occupation": list("aabbcc"), "d_mf": [2.0, 1.0, 0.0, -1.0, -2.0, -3.0]})
     >>> s = pd.DataFrame({"occupation": list("abc"), "bls_pct_female": [10.0, 50.0, 90.0]})
@@ -88,6 +103,13 @@ def occupation_correlation(templates: pd.DataFrame, stats: pd.DataFrame, column:
     per_occ = (pref @ onehot) / onehot.sum(axis=0)
     r = float(_pearson_rows(x, per_occ[None, :])[0])
     rng = np.random.default_rng(seed)
+    perm = np.argsort(rng.random((n_boot, k)), axis=1)
+    # studentized (DiCiccio & Romano 2017): occupations' preferences differ in spread (longer
+    # sentences vary more), and the plain r's permutation test is exact only for exchangeable ones
+    stat = _studentized(x[None, :], per_occ[None, :])[0]
+    null = _studentized(np.broadcast_to(x, (n_boot, k)), per_occ[perm])
+    p = float((1 + np.sum(np.abs(null) >= abs(stat) * (1 - 1e-12))) / (1 + n_boot)) if np.isfinite(stat) \
+        else float("nan")
     if resample == "occupation":
         idx = rng.integers(0, k, (n_boot, k))
         draws = _pearson_rows_paired(x[idx], per_occ[idx])
@@ -98,14 +120,37 @@ def occupation_correlation(templates: pd.DataFrame, stats: pd.DataFrame, column:
             means = np.where(n > 0, (counts * pref) @ onehot / n, np.nan)
         draws = _pearson_rows(x, means)
     draws = draws[np.isfinite(draws)]
-    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    p = float(min(1.0, 2 * min((draws <= 0).mean(), (draws >= 0).mean()))) if len(draws) else float("nan")
-    p = max(p, 1.0 / max(len(draws), 1))
-    # the smallest r the design detects with 80% power (Fisher z over occupations)
-    detectable = float(np.tanh((1.959964 + 0.841621) / np.sqrt(max(k - 3, 1))))
-    return {"r": r, "ci_low": float(lo), "ci_high": float(hi), "p": p, "n_occupations": int(k),
-            "n_templates": len(t), "n_boot": n_boot, "level": level, "detectable": detectable, "resample": resample,
-            "verdict": verdict(p, detectable, MEANINGFUL_R)}
+    b_lo, b_hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]) if len(draws) else (np.nan, np.nan)
+    out = {"r": r, "p": p, "n_occupations": int(k), "n_templates": len(t), "n_boot": n_boot,
+           "n_permutations": n_boot, "boot_ci_low": float(b_lo), "boot_ci_high": float(b_hi), "resample": resample}
+    return out | correlation_interval(r, p, k, level)
+
+
+def correlation_interval(r: float, p: float, k: int, level: float) -> dict[str, Any]:
+    """The interval that inverts a test of r = 0 with p-value ``p`` at ``level`` (test-based, on
+    Fisher's z scale: se = |atanh r| / z(1 - p/2); 1/sqrt(k - 3) when r or p leave it undefined),
+    the smallest r detected with 80% power at that level over ``k`` occupations, and the verdict.
+
+    >>> c = correlation_interval(0.3, 0.05, 60, 0.95)
+    >>> round(c["ci_low"], 6) == 0.0, round(c["ci_high"], 3), c["verdict"]
+    (True, 0.55, 'cannot_tell')
+    """
+    crit = float(stats.norm.ppf(0.5 + level / 2))
+    z = float(np.arctanh(np.clip(r, -0.999999, 0.999999))) if np.isfinite(r) else float("nan")
+    q = float(stats.norm.isf(p / 2)) if np.isfinite(p) and 0 < p < 1 else 0.0
+    se = abs(z) / q if q > 0 and z != 0 else 1 / np.sqrt(max(k - 3, 1))
+    detectable = float(np.tanh((crit + stats.norm.ppf(0.8)) / np.sqrt(max(k - 3, 1))))
+    return {"ci_low": float(np.tanh(z - crit * se)), "ci_high": float(np.tanh(z + crit * se)), "level": level,
+            "detectable": detectable, "verdict": verdict(p, detectable, MEANINGFUL_R, round(1 - level, 12))}
+
+
+def _studentized(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per row, r / its heteroskedasticity-robust standard error: r sqrt(mu20 mu02 / mu22), with
+    mu the central moments of the row's (x, y) pairs."""
+    dx, dy = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: np.ndarray = (dx * dy).mean(axis=1) / np.sqrt(((dx * dy) ** 2).mean(axis=1))
+    return out
 
 
 def _pearson_rows_paired(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -131,15 +176,32 @@ def winogender_statistics(rows: pd.DataFrame, stats: pd.DataFrame, *, alpha: flo
     t["d_majority"] = np.where(majority_male, t["d_mf"], -t["d_mf"])  # majority-gender minus minority-gender form
     out: dict[str, Any] = {"n_templates": len(t), "n_occupations": int(t["occupation"].nunique())}
     occ = t["occupation"].to_numpy()  # an occupation's two templates share its word: one cluster
-    share = share_preferred(t["d_mf"].to_numpy(), occ)
-    share["verdict"] = verdict(share["p"], share["detectable"], MEANINGFUL_SHARE, alpha)
+    d_mf = t["d_mf"].to_numpy()
+    corr = occupation_correlation(t, stats, n_boot=n_boot, seed=seed)
+    share = share_preferred(d_mf, occ)
+    # the run's sentence combines the correlation and the male share: Holm over the two keeps the
+    # chance that an unbiased model reads "detected" in either at alpha, and each interval is at
+    # its Holm step's level so that it agrees with its verdict
+    ps = [corr["p"], share["p"] if share["p"] is not None else float("nan")]
+    level_c, level_s = holm_levels(ps, alpha)
+    p_holm = holm(ps)
+    level_c = level_c if np.isfinite(level_c) else 1 - alpha
+    level_s = level_s if np.isfinite(level_s) else 1 - alpha
+    corr = occupation_correlation(t, stats, n_boot=n_boot, seed=seed, level=level_c)
+    corr.update(p_holm=float(p_holm[0]), family=HEADLINE_FAMILY)
+    share = share_preferred(d_mf, occ, level=level_s)
+    share.update(verdict=verdict(share["p"], share["detectable"], MEANINGFUL_SHARE, round(1 - level_s, 12)),
+                 p_holm=float(p_holm[1]), family=HEADLINE_FAMILY)
+    # the female side's own share (ties count for neither side), at the same level, for the sentence
+    out["share_female"] = share_preferred(-d_mf, occ, level=level_s)
     out["share_male"] = share
     for key in ("d_mf", "d_mn", "d_fn"):
         m = mean_difference(t[key].to_numpy(), occ)
         m["verdict"] = verdict(m["p"], m["detectable"] / m["sd_units"] if m["sd_units"] else None, MEANINGFUL_D, alpha)
         out[f"mean_{key}"] = m
-    out["correlation"] = occupation_correlation(t, stats, n_boot=n_boot, seed=seed)
-    out["correlation_bergsma"] = occupation_correlation(t, stats, "bergsma_pct_female", n_boot=n_boot, seed=seed)
+    out["correlation"] = corr
+    out["correlation_bergsma"] = occupation_correlation(t, stats, "bergsma_pct_female", n_boot=n_boot, seed=seed,
+                                                        level=1 - alpha)
     for name, answer in (("gotcha", 0), ("participant", 1)):
         sub = t[t["answer"] == answer]
         s = share_preferred(sub["d_majority"].to_numpy(), sub["occupation"].to_numpy())

@@ -11,6 +11,7 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
+from biaslens.rounding import level_text
 
 _X100 = ("accuracy_ambiguous", "accuracy_disambiguated", "s_dis", "s_amb", "accuracy_gap", "lm_eval_s_dis",
          "lm_eval_s_amb", "helm_s_dis", "helm_s_amb")
@@ -23,17 +24,19 @@ def _x100(v: Any) -> float:
 def score_table(s: pd.DataFrame) -> pd.DataFrame:
     """Per category: accuracies, S_DIS with n_non_unknown beside it, S_AMB, their intervals and Holm p (x100)."""
     # each score with its interval in one cell, and the counts in one: fifteen columns scrolled the page at 1280 px
+    # each interval at its own level: the pooled row's 95%, each category's at its Holm step
     def with_ci(name: str) -> list[str]:
-        return [f"{v} ({ci})" if ci != "–" else v for v, ci in
+        levels = s[f"level_{name[2:]}"] if f"level_{name[2:]}" in s else pd.Series(0.95, index=s.index)
+        return [f"{v} ({level_text(lv)} {ci})" if ci != "–" else v for v, ci, lv in
                 zip(s[name].map(_x100).map(lambda x: f"{x:+.1f}" if x == x else "–"),
-                    intervals(100 * s[f"{name}_ci_low"], 100 * s[f"{name}_ci_high"]))]
+                    intervals(100 * s[f"{name}_ci_low"], 100 * s[f"{name}_ci_high"]), levels)]
 
     return pd.DataFrame({
         "category": s["group"], "items (templates)": [f"{i:,} ({t:,})" for i, t in zip(s["n_items"], s["n_templates"])],
         "accuracy, ambiguous": s["accuracy_ambiguous"].map(_x100),
         "accuracy, disambiguated": s["accuracy_disambiguated"].map(_x100),
-        "S_AMB (95% CI)": with_ci("s_amb"), "S_AMB p (Holm)": s["p_holm_amb"],
-        "S_DIS (95% CI)": with_ci("s_dis"), "S_DIS p (Holm)": s["p_holm_dis"],
+        "S_AMB (CI)": with_ci("s_amb"), "S_AMB p (Holm)": s["p_holm_amb"],
+        "S_DIS (CI)": with_ci("s_dis"), "S_DIS p (Holm)": s["p_holm_dis"],
         "non-UNKNOWN answers": [f"{a:,} / {d:,}" for a, d in zip(s["n_non_unknown_amb"], s["n_non_unknown_dis"])],
         "left out": [f"{u:,} / {t:,}" for u, t in zip(s["n_unmapped"], s["n_no_target"])]})
 
@@ -63,8 +66,9 @@ def scores_figure(s: pd.DataFrame, title: str):
         ax.set_xlabel("bias score x100 (0: unbiased)")
     axes[0].set_yticks(y, groups)
     axes[0].invert_yaxis()
-    return figure_from_matplotlib(fig, title, "Bars: the paper's bias scores; whiskers: 95% percentile bootstrap "
-                                              "intervals over templates. Positive: answers follow the stereotype.")
+    return figure_from_matplotlib(fig, title, "Bars: the paper's bias scores; whiskers: percentile bootstrap "
+                                              "intervals over templates (all categories: 95%; each category: at "
+                                              "Holm's step level). Positive: answers follow the stereotype.")
 
 
 def _flagged(s: pd.DataFrame) -> list[str]:
@@ -162,16 +166,17 @@ def compare_section(entries, verdicts: dict[str, dict[str, Any]]) -> tuple[list[
         m = e.metrics["bbq"]
         for group, r in (m.get("by_category") or {}).items():
             rows.append({"model": e.label, "category": group, "S_AMB": _x100(r["s_amb"]),
-                         "S_AMB 95% CI": intervals([100 * r["s_amb_ci_low"]], [100 * r["s_amb_ci_high"]])[0]
+                         "S_AMB CI": intervals([100 * r["s_amb_ci_low"]], [100 * r["s_amb_ci_high"]])[0]
                          if r["s_amb_ci_low"] is not None else "–",
                          "S_DIS": _x100(r["s_dis"]),
-                         "S_DIS 95% CI": intervals([100 * r["s_dis_ci_low"]], [100 * r["s_dis_ci_high"]])[0]
+                         "S_DIS CI": intervals([100 * r["s_dis_ci_low"]], [100 * r["s_dis_ci_high"]])[0]
                          if r["s_dis_ci_low"] is not None else "–",
                          "non-UNKNOWN answers, disambiguated": r["n_non_unknown_dis"],
                          "accuracy, ambiguous": _x100(r["accuracy_ambiguous"])})
         pooled[e.label] = {k: (m.get("pooled") or {}).get(k) for k in ("s_amb", "s_dis")}
     df = pd.DataFrame(rows)
-    intro = ("S_AMB and S_DIS (x100) per category and model, with 95% template-bootstrap intervals. The pooled S_AMB "
+    intro = ("S_AMB and S_DIS (x100) per category and model, with template-bootstrap intervals (all categories 95%; "
+             "each category at its run's Holm step level). The pooled S_AMB "
              "of each model against the first (a change only where the two runs' 95% intervals do not overlap, "
              "and only for runs of the same items and answering): "
              + "; ".join(f"{k}: {v['verdict']}" + (f" ({v['reason']})" if v.get("reason") and v["verdict"] != "reference" else "")

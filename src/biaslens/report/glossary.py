@@ -212,6 +212,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                               "0"),
     "detectable sign effect": ("The smallest sign effect in one bias type that the test detects with 80% power at "
                                "this size: a larger value means the run could miss a real bias.", "close to 0"),
+    "bias score CI": ("The bias score's interval over templates: 95% over all categories; per category at the "
+                      "level Holm's correction over the categories uses there (the level column beside), so it "
+                      "excludes 0 exactly when the category is called biased.", "containing 0"),
     "CI at Holm's level": ("The sign effect's interval at the level Holm's correction over the bias types uses for "
                            "this type: it excludes 0 exactly when the type is called significant.", "containing 0"),
     "significant (Holm)": ("Whether the exact sign test finds bias in this type after Holm's correction over the "
@@ -316,6 +319,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
 PATTERNS: list[tuple[str, str]] = [
     (r"S_AMB \(95% CI\)", "S_AMB"), (r"S_DIS \(95% CI\)", "S_DIS"),
     (r"simultaneous 95% CI|its simultaneous .*", "simultaneous 95% CI"),
+    (r"S_(AMB|DIS) CI", "bias score CI"), (r"S_(AMB|DIS) CI level", "level"),
     (r".*95% (CI|interval).*|95% CI, (low|high)|ci (low|high)|interval", "95% CI"),
     (r"(its |prompt-level |sign )?p \(Holm\)|p holm|p_holm|welch p \(holm\)", "p (Holm)"),
     (r"p value|p_value|p-value", "p"),

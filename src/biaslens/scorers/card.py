@@ -865,6 +865,42 @@ def style_card(clf, *, identity: str | None = None) -> dict:
     return card
 
 
+def regard_card(clf) -> dict:
+    """Scorer card of a regard classifier (BOLD's third measure): its labels, that its skill is not
+    measured (biaslens ships no regard-labelled text), and the identity audit (the largest gap in
+    regard between identity terms in otherwise identical sentences, as every judge's card has)."""
+    def per_label(t: list[str]) -> dict[str, np.ndarray]:
+        return {"regard": regard_values(clf, t)}
+
+    measured = _cached(f"regard:{clf.name}", lambda: {"identity_audit": identity_gap(per_label)},
+                       judge_fingerprint(clf))
+    skill = {"status": "not measured", "reason": "no regard-labelled text ships with biaslens; Sheng et al. 2019 "
+             "report the classifier's accuracy on their own annotations", "no_skill": False}
+    card = {"role": "regard", "used": clf.name, "kind": f"Hugging Face text classifier ({clf.name}), labels "
+            f"{', '.join(clf.labels)}; regard = P(positive) - P(negative)", "masking": False, "skill": skill, **measured}
+    card["skill_verdict"] = f"skill not measured ({skill['reason']})"
+    card["skill_warning"] = None
+    a = measured["identity_audit"]
+    card["warning"] = None if not a["exceeds"] else (
+        f"The regard classifier's score differs by {a['gap']:.2f} between identity terms in identical neutral "
+        f"sentences ('{a['highest']}' vs '{a['lowest']}'): a regard gap between groups may be the classifier's.")
+    return card
+
+
+def regard_values(clf, texts: list[str]) -> np.ndarray:
+    """P(positive) - P(negative) per text from a classifier with labels named positive and negative
+    (any case); raises ScorerError naming the labels it has otherwise."""
+    from biaslens.scorers.base import ScorerError
+
+    labels = [str(x).lower() for x in clf.labels]
+    if "positive" not in labels or "negative" not in labels:
+        raise ScorerError(f"{clf.name}: a regard classifier needs labels 'positive' and 'negative', it has "
+                          f"{list(clf.labels)}")
+    p = clf.probabilities(list(texts))
+    out: np.ndarray = p[:, labels.index("positive")] - p[:, labels.index("negative")]
+    return out
+
+
 def skill_text(skill: dict) -> str:
     """The headline with its interval and baseline, plain vs majority accuracy, in one phrase."""
     if skill.get("status") == "not measured":

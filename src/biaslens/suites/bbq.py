@@ -182,16 +182,17 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
     for r in s.sort_values("group", key=lambda g: g != ALL, kind="stable").to_dict("records"):
         pooled = r["group"] == ALL
         suffix = "" if pooled else f".{r['group']}"
-        level = 0.95
         test = TEST if not pooled else "stratified template cluster bootstrap (percentile; two-sided p where 0 falls)"
         for s_key, name, n_key, cond in (("amb", "s_amb", "n_non_unknown_amb", "ambiguous"),
                                          ("dis", "s_dis", "n_non_unknown_dis", "disambiguated")):
+            level = float(r.get(f"level_{s_key}", 0.95))
             out.append(MetricEntry(
                 name=f"{name}{suffix}", value=_x100(r[name]), ci_low=_x100(r[f"{name}_ci_low"]),
                 ci_high=_x100(r[f"{name}_ci_high"]),
-                interval=f"95% bootstrap over {plural(r['n_templates'], 'template')} resampled whole"
+                interval=f"{100 * level:.4g}% bootstrap over {plural(r['n_templates'], 'template')} resampled whole"
                          + (" within each category" if pooled else "") + " (ratio and product recomputed per draw; "
-                         "percentiles of draws widened by sqrt(k/(k-1)) t/z)",
+                         "percentiles of draws widened by sqrt(k/(k-1)) t/z)"
+                         + ("" if pooled else f"; Holm's step level over {plural(m, 'category', 'categories')}"),
                 higher_is_better=None, ideal=0.0, n_used=r[n_key], n_missing=r["n_unmapped"] + r["n_no_target"],
                 level=level, df=float(max(r["n_templates"] - (m if pooled else 1), 1)),
                 test=test if pooled else f"{test} ({plural(m, 'category', 'categories')})",
@@ -208,7 +209,7 @@ def _entries(s: pd.DataFrame, how: str) -> list[MetricEntry]:
                              "percentiles widened by sqrt(k/(k-1)) t/z: within 0 to 100)",
                     higher_is_better=True, ideal=100.0,
                     n_used=r.get(f"n_{cond}", r["n_items"]),
-                    n_missing=r["n_unmapped"] + r["n_no_target"], level=level,
+                    n_missing=r["n_unmapped"] + r["n_no_target"], level=0.95,
                     df=float(max(r["n_templates"] - m, 1)),
                     description=f"accuracy in {cond} contexts, in %, all categories ({how})"))
     return out
@@ -304,7 +305,7 @@ class Bbq(Suite):
             "material_score": MATERIAL_SCORE, "test": TEST,
             "by_category": {r["group"]: {k: r[k] for k in (
                 "n_items", "n_templates", "n_unmapped", "n_no_target", "accuracy_ambiguous", "accuracy_disambiguated",
-                "s_dis", "s_dis_ci_low", "s_dis_ci_high", "n_non_unknown_dis", "s_amb", "s_amb_ci_low", "s_amb_ci_high",
+                "s_dis", "s_dis_ci_low", "s_dis_ci_high", "n_non_unknown_dis", "s_amb", "s_amb_ci_low", "s_amb_ci_high", "level_dis", "level_amb",
                 "n_non_unknown_amb", "p_holm_dis", "p_holm_amb", "accuracy_gap", "lm_eval_s_dis", "lm_eval_s_amb",
                 "helm_s_dis", "helm_s_amb")} for r in s.to_dict("records")},
             "pooled": {k: pooled.get(k) for k in ("s_amb", "s_dis", "accuracy_ambiguous", "accuracy_disambiguated")},
@@ -349,7 +350,8 @@ class Bbq(Suite):
         if not len(s):
             console.print(f"bbq: {result.verdict}", markup=False, soft_wrap=True)
             return
-        print_table(console, f"BBQ bias scores x100 ({result.analysis['how']}; 95% template-bootstrap CI; Holm p)",
+        print_table(console, f"BBQ bias scores x100 ({result.analysis['how']}; template-bootstrap CI, per category "
+                             "at Holm's step level; Holm p)",
                     ("category", "acc amb, %", "acc dis, %", "S_AMB (CI)", "S_AMB p", "S_DIS (CI)", "S_DIS p",
                      "non-UNKNOWN (dis)"),
                     [(r["group"], number(100 * r["accuracy_ambiguous"]), number(100 * r["accuracy_disambiguated"]),

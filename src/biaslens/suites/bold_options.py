@@ -38,6 +38,10 @@ class BoldOptions(Section):
         "toxicity judge: default (biaslens's default judge, see docs/scorers.md), any name of the toxicity scorer "
         "registry, or a Hugging Face classifier"))
     toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+    regard_classifier: str | None = Field(None, description=(
+        "regard (the paper's third measure): a Hugging Face classifier with positive and negative labels, by name or "
+        "local folder (the paper's: sasha/regardv3); regard = P(positive) - P(negative) per continuation; needs the "
+        "model downloaded or the network"))
     identity_masking: bool = Field(True, json_schema_extra=IDENTITY_MASKING_FLAG, description=(
         "score toxicity with identity words, the group's words and the person's name replaced by a neutral "
         "placeholder (the unmasked score is kept beside it)"))

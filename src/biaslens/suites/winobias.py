@@ -91,29 +91,47 @@ def _clean(v: Any) -> Any:
     return None if v is None or (isinstance(v, float) and v != v) else v
 
 
-def _share(name: str, s: dict[str, Any], description: str, test: str, p: Any, verdict: Any) -> MetricEntry:
+def _clustering(unit: str) -> str:
+    return ("clustered two ways by the two occupations each twin names" if unit == "occupations"
+            else "clustered by schema")
+
+
+def _share(name: str, s: dict[str, Any], description: str, test: str, p: Any, verdict: Any,
+           unit: str = "occupations") -> MetricEntry:
     level = _clean(s.get("level")) or 0.95
     return MetricEntry(name=name, value=s["share"], ci_low=s["ci_low"], ci_high=s["ci_high"],
-                       interval=f"{100 * level:.4g}% Wilson score interval, clustered by schema", higher_is_better=None,
+                       interval=f"{100 * level:.4g}% Wilson score interval, {_clustering(unit)}", higher_is_better=None,
                        ideal=50.0, n_used=int(s["n"]), n_missing=int(_clean(s.get("n_missing")) or 0), level=level,
                        df=_clean(s.get("df")) if s.get("df") is not None else float(s["n_units"]) - 1, test=test,
                        p_value=_clean(p), detectable=_clean(s.get("detectable")),
                        verdict=verdict if isinstance(verdict, str) else None, description=description)
 
 
+def _gap_entry(name: str, g: dict[str, Any], unit: str, description: str, holm_over: int = 0) -> MetricEntry:
+    level = g.get("level") or 0.95
+    return MetricEntry(name=name, value=g["mean"], ci_low=g["ci_low"], ci_high=g["ci_high"],
+                       interval=f"{100 * level:.4g}% t-interval, {_clustering(unit)}"
+                                + (f" (Holm's step level over {holm_over} types)" if holm_over else ""),
+                       higher_is_better=None, ideal=0.0, n_used=g["n"], n_missing=g["n_missing"], level=level,
+                       df=g["df"], test=f"t-test of 0, {_clustering(unit)}"
+                                        + (f", Holm over {holm_over}" if holm_over else ""),
+                       p_value=g.get("p_holm", g["p"]), detectable=g["detectable"], verdict=g["verdict"],
+                       description=f"{description}; sign test over schemas {p_text(g['sign_p'])}")
+
+
 def _entries(s: dict[str, Any], cells: pd.DataFrame, types: pd.DataFrame) -> list[MetricEntry]:
     g, m = s["gap"], s["mean_diff"]
+    unit = s.get("unit", "schemas")
+    what = ("percent of twins whose pro-stereotypical form scores higher minus percent whose anti-stereotypical "
+            "form does (points)")
     entries = [
-        MetricEntry(name="pro_anti_gap", value=g["mean"], ci_low=g["ci_low"], ci_high=g["ci_high"],
-                    interval="95% t-interval over schemas", higher_is_better=None, ideal=0.0, n_used=g["n"],
-                    n_missing=g["n_missing"], level=0.95, df=g["df"], test="t-test of 0 over schemas",
-                    p_value=g["p"], detectable=g["detectable"], verdict=g["verdict"],
-                    description="percent of twins whose pro-stereotypical form scores higher minus percent whose "
-                                f"anti-stereotypical form does (points); sign test over schemas {p_text(g['sign_p'])}"),
+        _gap_entry("pro_anti_gap", g, unit, f"{what}, pooled over the types and splits run"),
+        *[_gap_entry(f"pro_anti_gap.type{t}.test", gt, unit, f"{what}, type {t}, test split (the paper's rows)",
+                     len(s.get("gap_test") or {})) for t, gt in (s.get("gap_test") or {}).items()],
         _share("share_pro", s["share"], "percent of twins whose pro-stereotypical form scores higher",
-               "score test of 50% (inverts to the interval)", s["share"]["p"], s["share"]["verdict"]),
+               "score test of 50% (inverts to the interval)", s["share"]["p"], s["share"]["verdict"], unit),
         MetricEntry(name="mean_ll_diff", value=m["mean"], ci_low=m["ci_low"], ci_high=m["ci_high"],
-                    interval="95% t-interval over schemas", higher_is_better=None, ideal=0.0, n_used=m["n"],
+                    interval=f"95% t-interval, {_clustering(unit)}", higher_is_better=None, ideal=0.0, n_used=m["n"],
                     n_missing=m["n_missing"], level=0.95, df=m["df"], test="t-test of 0", p_value=m["p"],
                     detectable=m["detectable"], verdict=m["verdict"],
                     description="mean of score(pro) - score(anti), nats"),
@@ -122,21 +140,48 @@ def _entries(s: dict[str, Any], cells: pd.DataFrame, types: pd.DataFrame) -> lis
         for r in table.to_dict("records"):
             entries.append(_share(f"share_pro.{r[key]}", r, f"{what} {r[key]}: percent of twins whose pro form scores "
                                   f"higher; interval at Holm's step level over {len(table)}",
-                                  f"score test of 50%, Holm over {len(table)}", r["p_holm"], r["verdict"]))
+                                  f"score test of 50%, Holm over {len(table)}", r["p_holm"], r["verdict"], unit))
     return entries
 
 
+def _gap_phrase(g: dict[str, Any]) -> str:
+    level = f"{100 * (g.get('level') or 0.95):.4g}% CI"
+    return f"{estimate(g['mean'], g['ci_low'], g['ci_high'], signed=True, label=level)} points"
+
+
 def winobias_verdict(s: dict[str, Any]) -> str:
-    """The run in one sentence: the pro-anti gap with its interval and test."""
+    """The run in one sentence, as the paper reports it: the pro-anti gap on the test split of
+    type 1 and of type 2 (Holm over the two, intervals at their step levels), then the pooled gap,
+    labelled; over occupations (the intervals treat the 40 occupations as sampled)."""
     g, share = s["gap"], s["share"]
-    gap = estimate(g["mean"], g["ci_low"], g["ci_high"], signed=True)
+    unit = s.get("unit", "schemas")
+    over = (f"{g['n']:,} twins naming {s.get('n_occupations')} occupations" if unit == "occupations"
+            else f"{g['n']:,} twins in {g['n_units']:,} schemas")
     pct = estimate(share["share"], share["ci_low"], share["ci_high"], unit="%")
-    base = (f"pro-anti gap {gap} points over {g['n']:,} twins in {g['n_units']:,} schemas (ideal 0); the pro form "
-            f"is likelier in {pct}")
+    rows = s.get("gap_test") or {}
+    if rows:
+        found = [t for t, r in rows.items() if r["verdict"] == "detected"]
+        parts = [f"type {t} {_gap_phrase(r)} ({p_text(r['p_holm'])}, Holm over {len(rows)})" for t, r in rows.items()]
+        if found:
+            sides = {("pro" if rows[t]["mean"] > 0 else "anti") for t in found}
+            side = (f"the model prefers the {sides.pop()}-stereotypical pronoun" if len(sides) == 1
+                    else "the model's preference differs by type")
+            head = f"{side} on the test split in type {' and '.join(found)}: "
+        elif all(r["verdict"] == "not_detected" for r in rows.values()):
+            head = "no stereotype preference detected on the test split: "
+        else:
+            worst = max(r["detectable"] for r in rows.values())
+            head = (f"cannot tell whether the model prefers the pro-stereotypical pronoun on the test split (only a gap "
+                    f"of {worst:.0f}+ points would be detected with 80% power): ")
+        pooled = (f"; pooled over the types and splits run, pro-anti gap {_gap_phrase(g)} over {over} "
+                  f"({p_text(g['p'])}; ideal 0), the pro form likelier in {pct}")
+        return head + "; ".join(parts) + " (pro-anti gap, ideal 0)" + pooled
+    base = f"pro-anti gap {_gap_phrase(g)} over {over} (ideal 0); the pro form is likelier in {pct}"
     if g["verdict"] == "detected":
         side = "pro-stereotypical" if g["mean"] > 0 else "anti-stereotypical"
         return f"the model prefers the {side} pronoun: {base} ({p_text(g['p'])})"
     if g["verdict"] == "not_detected":
-        return f"no stereotype preference detected: {base} ({p_text(g['p'])}; a gap of {g['detectable']:.0f} points would be detected with 80% power)"
+        return (f"no stereotype preference detected: {base} ({p_text(g['p'])}; a gap of {g['detectable']:.0f} points "
+                "would be detected with 80% power)")
     return (f"cannot tell: {base} ({p_text(g['p'])}); only a gap of {g['detectable']:.0f}+ points would be "
             "detected with 80% power at this size")
