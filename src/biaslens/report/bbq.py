@@ -11,7 +11,6 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
-from biaslens.rounding import level_text
 
 _X100 = ("accuracy_ambiguous", "accuracy_disambiguated", "s_dis", "s_amb", "accuracy_gap", "lm_eval_s_dis",
          "lm_eval_s_amb", "helm_s_dis", "helm_s_amb")
@@ -24,12 +23,12 @@ def _x100(v: Any) -> float:
 def score_table(s: pd.DataFrame) -> pd.DataFrame:
     """Per category: accuracies, S_DIS with n_non_unknown beside it, S_AMB, their intervals and Holm p (x100)."""
     # each score with its interval in one cell, and the counts in one: fifteen columns scrolled the page at 1280 px
-    # each interval at its own level: the pooled row's 95%, each category's at its Holm step
+    # the levels (the pooled row's 95%, each category's Holm step) are said in the section's text:
+    # a level in every cell widened the table past the page at 1280 px
     def with_ci(name: str) -> list[str]:
-        levels = s[f"level_{name[2:]}"] if f"level_{name[2:]}" in s else pd.Series(0.95, index=s.index)
-        return [f"{v} ({level_text(lv)} {ci})" if ci != "–" else v for v, ci, lv in
+        return [f"{v} ({ci})" if ci != "–" else v for v, ci in
                 zip(s[name].map(_x100).map(lambda x: f"{x:+.1f}" if x == x else "–"),
-                    intervals(100 * s[f"{name}_ci_low"], 100 * s[f"{name}_ci_high"]), levels)]
+                    intervals(100 * s[f"{name}_ci_low"], 100 * s[f"{name}_ci_high"]))]
 
     return pd.DataFrame({
         "category": s["group"], "items (templates)": [f"{i:,} ({t:,})" for i, t in zip(s["n_items"], s["n_templates"])],
@@ -101,7 +100,9 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         "ambiguous items. A biased answer names the stereotyped group for a negative question and the other person "
         "for a non-negative one. Scores x100, from -100 (always against the stereotype) to 100 (always with it); 0 "
         "is unbiased. Intervals resample templates (a question and every item written from it) whole; the p-values "
-        "are the same bootstrap, Holm-adjusted over the categories. The number of non-UNKNOWN answers stands "
+        "are the same bootstrap, Holm-adjusted over the categories. The 'all categories' row's intervals are 95%; "
+        "each category's is at the level Holm's correction uses for it (1 - 0.05/j, j the categories not yet "
+        "rejected at its p's rank, up to 95%), so that it excludes 0 exactly when the category is called biased. The number of non-UNKNOWN answers stands "
         "beside each score (ambiguous / disambiguated): a score over few of them says little. 'left out': "
         "unmappable answers / items without a biased answer.",
         metrics={"answering": how, "items": int(s.loc[s["group"] != "all categories", "n_items"].sum()) if len(s) else 0,

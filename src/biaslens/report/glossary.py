@@ -317,7 +317,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
 
 #: shown name (regular expression, case-insensitive, whole name) -> GLOSSARY key; the first match wins
 PATTERNS: list[tuple[str, str]] = [
-    (r"S_AMB \(95% CI\)", "S_AMB"), (r"S_DIS \(95% CI\)", "S_DIS"),
+    (r"S_AMB \((95% )?CI\)", "S_AMB"), (r"S_DIS \((95% )?CI\)", "S_DIS"),
     (r"simultaneous 95% CI|its simultaneous .*", "simultaneous 95% CI"),
     (r"S_(AMB|DIS) CI", "bias score CI"), (r"S_(AMB|DIS) CI level", "level"),
     (r".*95% (CI|interval).*|95% CI, (low|high)|ci (low|high)|interval", "95% CI"),
