@@ -19,8 +19,8 @@ import pandas as pd
 from biaslens.comparison.pair_preference import pair_preference_comparison
 from biaslens.datasets.winogender import read_occupation_stats, read_winogender
 from biaslens.metrics.winogender import winogender_statistics
-from biaslens.results import MetricEntry, SuiteResult
-from biaslens.rounding import estimate, p_text
+from biaslens.results import MetricEntry, SuiteResult, verdict_words
+from biaslens.rounding import estimate, level_text, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite
 from biaslens.suites.winogender_options import WinogenderOptions
 
@@ -90,8 +90,8 @@ class Winogender(Suite):
         console: Any = ctx.console
         console.print(f"Winogender: {result.verdict}", soft_wrap=True, markup=False, highlight=False)
         for e in result.entries:
-            console.print(f"  {e.name}: {estimate(e.value, e.ci_low, e.ci_high)} ({e.verdict})", markup=False,
-                              highlight=False)
+            console.print(f"  {e.name}: {estimate(e.value, e.ci_low, e.ci_high, label=f'{level_text(e.level)} CI')} "
+                          f"({verdict_words(e.verdict)})", markup=False, highlight=False)
 
 
 def _share(name: str, s: dict[str, Any], description: str) -> MetricEntry:
@@ -139,15 +139,11 @@ def _entries(s: dict[str, Any]) -> list[MetricEntry]:
     ]
 
 
-def _level_text(level: float) -> str:
-    return f"{100 * level:.4g}% CI"
-
-
 def winogender_verdict(s: dict[str, Any]) -> str:
     """The run in one sentence: the correlation with BLS and the share of the side it names, each
     with its interval at its Holm step's level (Holm over the two tests) and its verdict."""
     c, m = s["correlation"], s["share_male"]
-    r = estimate(c["r"], c["ci_low"], c["ci_high"], signed=True, label=_level_text(c["level"]))
+    r = estimate(c["r"], c["ci_low"], c["ci_high"], signed=True, label=f"{level_text(c['level'])} CI")
     p_c = p_text(c["p_holm"]) + ", permutation test, Holm over 2"
     if c["verdict"] == "detected":
         corr = (f"the model's preference for the female pronoun {'follows' if c['r'] > 0 else 'runs against'} the "
@@ -161,7 +157,7 @@ def winogender_verdict(s: dict[str, Any]) -> str:
                 f"over {c['n_occupations']} occupations ({p_c}); only r of {c['detectable']:.2f} or more would be "
                 "detected with 80% power")
     p_s = p_text(m["p_holm"]) + ", Holm over 2"
-    level = _level_text(m["level"])
+    level = f"{level_text(m['level'])} CI"
     if m["verdict"] == "detected":
         # the share printed is the share of the side named (ties count for neither side)
         side, sh = ("male", m) if m["share"] > 50 else ("female", s["share_female"])
