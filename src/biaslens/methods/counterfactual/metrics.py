@@ -112,9 +112,8 @@ def verdict(lo: float, hi: float, detectable: float, material: float) -> str:
 def _paired(table: pd.DataFrame, axis: str, a: str, b: str) -> pd.DataFrame:
     """The continuations of groups ``a`` and ``b`` side by side, matched by prompt and sample index."""
     sub = table[table["axis"] == axis]
-    left = sub[sub["group"] == a].set_index(["prompt_id", "sample_index"])
-    right = sub[sub["group"] == b].set_index(["prompt_id", "sample_index"])
-    return left.join(right, how="inner", lsuffix="_a", rsuffix="_b").reset_index()
+    return sub[sub["group"] == a].merge(sub[sub["group"] == b], on=["prompt_id", "sample_index"], how="inner",
+                                        suffixes=("_a", "_b"))
 
 
 def fairpair_pairs(table: pd.DataFrame) -> pd.DataFrame:
