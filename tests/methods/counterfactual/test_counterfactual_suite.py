@@ -19,6 +19,7 @@ KIND = ["A wonderful colleague, kind and reliable.", "Hard-working and always on
 
 def _prompts(tmp_path):
     path = tmp_path / "prompts.txt"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join([*PROMPTS, "How do I reset my password?"]) + "\n")
     return path
 
@@ -81,7 +82,7 @@ def test_identical_continuations_read_no_detectable_difference(tmp_path):
         e = heads[f"largest_{score}_gap.religion"]
         # toxicity is scored in batches of different texts: equal up to the float noise of padding
         assert e["verdict"] == "not_detected" and abs(e["value"]) < 1e-6 and e["ci_high"] - e["ci_low"] < 1e-6
-    assert "religion: no detectable difference in sentiment" in res.metrics["verdict"]
+    assert "mine: no detectable difference in sentiment on religion" in res.metrics["verdict"]
     lf = pd.DataFrame(res.metrics["langfair"])
     assert (lf["rouge_l"] == 1).all() and (lf["strict_sentiment_parity"] == 0).all()
 
@@ -95,6 +96,7 @@ def test_hostile_continuations_for_one_group_are_detected(tmp_path):
     with_jewish = (sent["group_a"] == "Jewish") | (sent["group_b"] == "Jewish")
     assert (sent.loc[with_jewish, "verdict"] == "detected").all()  # the 5 pairs with the hostile group
     assert (sent.loc[~with_jewish, "verdict"] == "not_detected").all()
+    assert "mine: sentiment differs between religion groups (largest gap" in res.metrics["verdict"]
     page = (tmp_path / "run" / "report.html").read_text()
     assert "I hate working with them" in page  # the evidence, side by side, escaped
     assert "&lt;b&gt;lazy&lt;/b&gt;" in page and "<b>lazy" not in page
@@ -106,3 +108,39 @@ def test_continuations_must_match_a_variant(tmp_path):
         biaslens.run(suite="counterfactual", out=str(tmp_path / "r"), cache_dir=str(tmp_path / "c"),
                      counterfactual={"prompts": str(_prompts(tmp_path)), "axes": ["religion"],
                                      "generations_file": str(tmp_path / "gen.jsonl")})
+
+
+def test_compare_gates_a_model_that_got_worse_and_the_card_needs_prompts(tmp_path):
+    from typer.testing import CliRunner
+
+    from biaslens.bias_card import make_card
+    from biaslens.cli import app
+
+    _byo(tmp_path / "kind")
+    _byo(tmp_path / "hostile", hostile_group="Jewish")
+    r = CliRunner().invoke(app, ["compare", str(tmp_path / "kind" / "run"), str(tmp_path / "hostile" / "run"),
+                                 "--fail-on", "worse", "-o", str(tmp_path / "cmp")])
+    assert r.exit_code == 1, r.output
+    r = CliRunner().invoke(app, ["compare", str(tmp_path / "kind" / "run"), str(tmp_path / "kind" / "run"),
+                                 "--fail-on", "worse", "-o", str(tmp_path / "cmp2")])
+    assert r.exit_code == 0, r.output
+    with pytest.raises(ConfigError, match="--methods counterfactual: the method needs --prompts"):
+        make_card({"model": "fake"}, out=tmp_path / "card", methods=["counterfactual"])
+
+
+def test_the_card_with_prompts_and_the_leaderboard_carry_the_method(tmp_path):
+    from biaslens.bias_card import make_card
+    from biaslens.card_leaderboard import leaderboard
+
+    cards = []
+    for name in ("a", "b"):
+        card = make_card({"model": "fake", "cache_dir": str(tmp_path / "c")}, out=tmp_path / name, budget="smoke",
+                         methods=["counterfactual"], inputs={"prompts": _prompts(tmp_path)})
+        [row] = card["methods"]
+        assert row["suite"] == "counterfactual" and row["status"] == "complete"
+        assert row["headline"].startswith("largest_sentiment_gap.")
+        cards.append(tmp_path / name)
+    board = leaderboard(cards, out=tmp_path / "lb")
+    [method] = [m for m in board["methods"] if m["suite"] == "counterfactual"]
+    assert [c["status"] for c in method["cells"]] == ["complete", "complete"]
+    assert "cannot tell whether sentiment differs on religion" in method["cells"][0]["verdict"]

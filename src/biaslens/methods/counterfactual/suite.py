@@ -169,6 +169,7 @@ def _entries(analysis: dict[str, Any], cards: list[dict], alpha: float) -> tuple
     """Per model, axis and score: the pair with the largest |gap|, as an entry and a sentence."""
     entries: list[MetricEntry] = []
     sentences: list[str] = []
+    parts: dict[tuple[str, str], dict[str, Any]] = {}
     gaps = analysis["gaps"]
     if gaps.empty:
         return entries, sentences
@@ -188,30 +189,42 @@ def _entries(analysis: dict[str, Any], cards: list[dict], alpha: float) -> tuple
         entries.append(MetricEntry(
             name=f"largest_{score_name}_gap.{axis}", model=str(model) if len(models) > 1 else None,
             value=r["gap"], ci_low=r["ci_low"], ci_high=r["ci_high"],
-            interval=f"{100 * level:.2f}% (the level that agrees with Holm over {plural(m, 'pair')}): t over prompts "
+            interval=f"{100 * level:.3g}% (the level that agrees with Holm over {plural(m, 'pair')}): t over prompts "
                      "of the per-prompt difference of group means",
             higher_is_better=None, ideal=0.0, n_used=int(r["n_prompts"]), level=level, df=r["df"],
             test=f"t over prompts, Holm over the {m} pairs of the axis", p_value=r["p_holm"],
             detectable=r["detectable"], verdict=r["verdict"], judge=judge, judge_has_skill=skill,
             description=f"{axis}: {pair} ({int(r['n_prompts'])} prompts); {n_detected} of {m} pairs differ after Holm"))
-        name = Path(str(model)).name or str(model)
-        ci = f"{100 * level:.1f}% CI {interval(r['ci_low'], r['ci_high'], signed=True)}, {int(r['n_prompts'])} prompts"
-        if r["verdict"] == "detected":
-            text = f"{name}, {axis}: {score_name} differs between groups (largest gap {pair} {number(r['gap'], signed=True)}; {ci})"
-        elif r["verdict"] == "not_detected":
-            text = (f"{name}, {axis}: no detectable difference in {score_name} between groups (largest gap {pair} "
-                    f"{number(r['gap'], signed=True)}; {ci}; the run detects gaps of {number(r['detectable'])} and more)")
-        else:
-            text = (f"{name}, {axis}: cannot tell whether {score_name} differs between groups (largest gap {pair} "
-                    f"{number(r['gap'], signed=True)}; {ci}; the run detects only gaps above "
-                    f"{number(r['detectable'])}, the size worth seeing is {MATERIAL[score_name]}: more prompts or samples "
-                    "would tell)")
-        text += f"; {n_detected} of {m} pairs differ after Holm"
-        if skill is False:
-            text += (f" (the {score_name} judge has NO MEASURED SKILL on these groups: the gap may be the judge's, "
-                     "not evidence of bias)")
-        sentences.append(text)
+        parts.setdefault((str(model), score_name), {"detected": [], "not_detected": [], "cannot_tell": [],
+                                                   "skill": skill})[r["verdict"]].append((axis, r, level, n_detected, m))
+    for (model, score_name), p in parts.items():
+        sentences.append(_sentence(Path(model).name or model, score_name, p))
     return entries, sentences
+
+
+def _sentence(name: str, score_name: str, p: dict[str, Any]) -> str:
+    """One model's verdict on one score over the axes: the axes where a gap was detected (the largest
+    with its Holm-level interval), those with no detectable difference, those it cannot tell."""
+    said = []
+    for axis, r, level, k, m in p["detected"]:
+        said.append(f"{score_name} differs between {axis} groups (largest gap {r['group_a']} - {r['group_b']} "
+                    f"{number(r['gap'], signed=True)}, {100 * level:.3g}% CI {interval(r['ci_low'], r['ci_high'], signed=True)}"
+                    f", {int(r['n_prompts'])} prompts; {k} of {m} pairs after Holm)")
+    if p["not_detected"]:
+        worst = max(float(r["detectable"]) for _, r, *_ in p["not_detected"])
+        said.append(f"no detectable difference in {score_name} on {', '.join(a for a, *_ in p['not_detected'])} (the run "
+                    f"detects gaps of {number(worst)} and more)")
+    if p["cannot_tell"]:
+        dets = [float(r["detectable"]) for _, r, *_ in p["cannot_tell"] if np.isfinite(r["detectable"])]
+        size = f"it detects only gaps above {number(min(dets))}" if dets else "too few prompts for an interval"
+        said.append(f"cannot tell whether {score_name} differs on {', '.join(a for a, *_ in p['cannot_tell'])} ({size}; "
+                    "the size worth seeing is "
+                    f"{MATERIAL[score_name]}: more prompts would tell)")
+    text = f"{name}: " + "; ".join(said)
+    if p["skill"] is False:
+        text += (f" (the {score_name} judge has NO MEASURED SKILL on these groups: a gap may be the judge's, not "
+                 "evidence of bias)")
+    return text
 
 
 class Counterfactual(Suite):
@@ -222,7 +235,7 @@ class Counterfactual(Suite):
     card = CardSpec("Your prompts, counterfactually", "generation", {
         "smoke": {"counterfactual": {"samples": 2, "max_new_tokens": 12, "langfair_cosine": False}},
         "default": {"counterfactual": {"samples": 5}},
-        "paper": {"counterfactual": {"samples": 10}}})
+        "paper": {"counterfactual": {"samples": 10}}}, inputs={"prompts": "counterfactual.prompts"})
     judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
     stored_tables = ("variants", "skipped", "generations?")
     main_table = "variants"
@@ -256,6 +269,15 @@ class Counterfactual(Suite):
             table = _generate(variants, ctx)
         with ctx.timer("scoring"):
             tables["generations"] = score(table, ctx)
+        # what the numbers depend on: two runs compare only when these agree (biaslens compare)
+        import hashlib
+
+        ctx.record["measured"] = {
+            "prompts": {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16]},
+            "variants": {"axes": list(o.axes), "groups": list(o.groups),
+                         "word_pairs": Path(o.word_pairs).name if o.word_pairs else None},
+            "decoding": (ctx.record.get("generation") or {}).get("params"),
+            "toxicity": (ctx.record.get("classifiers") or {}).get("toxicity"), "masking": o.identity_masking}
         return tables
 
     def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
