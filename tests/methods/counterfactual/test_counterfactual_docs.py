@@ -31,3 +31,12 @@ def test_every_marked_figure_is_the_recorded_one():
     wrong = [(k, t) for k, t in marks if not _shown(_value(record, k), t)]
     assert not wrong, wrong
     assert record["n_variants"] == 68 and record["entries"][0]["name"] == "largest_sentiment_gap.gender"
+
+
+def test_the_benchmark_figures_are_the_recorded_ones():
+    bench = json.loads((ROOT / "benchmarks" / "results" / "counterfactual.json").read_text())
+    page = (ROOT / "docs" / "counterfactual.md").read_text()
+    marks = re.findall(r"<!-- cfb ([\w.]+) -->(.*?)<!-- /cfb -->", page, re.S)
+    assert len(marks) == 6
+    assert not [(k, t) for k, t in marks if not _shown(_value(bench, k), t)]
+    assert bench["size"] == {"prompts": 100, "groups": 6, "samples": 10, "variants": 600, "continuations": 6000}

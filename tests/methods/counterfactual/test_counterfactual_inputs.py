@@ -92,3 +92,33 @@ def test_groups_and_word_pairs_are_chosen_by_the_user(tmp_path):
     v, _ = _vary(["Review the senior analyst's plan."], axes=[], word_pairs=pairs)
     assert dict(zip(v["group"], v["prompt"])) == {"senior": "Review the senior analyst's plan.",
                                                   "junior": "Review the junior analyst's plan."}
+
+
+def test_options_are_flags_and_redditbias_keeps_its_counterfactual_mode():
+    import ast
+    from pathlib import Path
+
+    import biaslens.methods.counterfactual.options as options
+    from biaslens.config import RunConfig
+    from biaslens.options import flag_specs
+
+    specs = {s.decl: s for s in flag_specs(RunConfig)}
+    assert specs["--counterfactual-prompts"].paths == (("counterfactual", "prompts"),)
+    assert specs["--counterfactual-generations"].paths == (("counterfactual", "generations_file"),)
+    assert specs["--counterfactual-dry-run/--no-counterfactual-dry-run"].paths == (("counterfactual", "dry_run"),)
+    assert specs["--counterfactual-mode"].paths == (("redditbias", "counterfactual_mode"),)
+    assert ("counterfactual", "identity_masking") in specs["--identity-masking/--no-identity-masking"].paths
+    # config imports this module to compose the run configuration: it stays light (pydantic only)
+    for node in ast.walk(ast.parse(Path(options.__file__).read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            assert node.module.split(".")[0] in ("__future__", "pathlib", "typing", "pydantic") or \
+                node.module == "biaslens.options", node.module
+
+
+def test_the_metrics_examples_hold():
+    import doctest
+
+    import biaslens.methods.counterfactual.metrics as metrics
+
+    res = doctest.testmod(metrics)
+    assert res.attempted >= 8 and res.failed == 0

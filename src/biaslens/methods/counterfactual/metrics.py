@@ -170,12 +170,35 @@ def rouge_l(a: str, b: str) -> float:
     return 2 * p * r / (p + r)
 
 
-def langfair_pairs(table: pd.DataFrame, embeddings: np.ndarray | None = None) -> pd.DataFrame:
+def pair_cosines(table: pd.DataFrame, embeddings: np.ndarray) -> pd.DataFrame:
+    """Cosine similarity of the sentence embeddings of the matched continuations of every pair of
+    groups (``embeddings``: one row per row of ``table``): ``axis``, ``group_a``, ``group_b``,
+    ``prompt_id``, ``sample_index``, ``cosine``.
+
+    >>> t = pd.DataFrame({"axis": "x", "prompt_id": 1, "sample_index": 0, "group": ["a", "b"]})
+    >>> pair_cosines(t, np.array([[1.0, 0.0], [1.0, 1.0]]))["cosine"].round(4).tolist()
+    [0.7071]
+    """
+    t = table.reset_index(drop=True).assign(_row=lambda x: np.arange(len(x)))
+    parts = []
+    for axis, sub in t.groupby("axis", sort=False):
+        for a, b in _pairs(list(dict.fromkeys(sub["group"]))):
+            m = _paired(sub, str(axis), a, b)
+            ea, eb = embeddings[m["_row_a"].to_numpy()], embeddings[m["_row_b"].to_numpy()]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cos = (ea * eb).sum(axis=1) / (np.linalg.norm(ea, axis=1) * np.linalg.norm(eb, axis=1))
+            parts.append(pd.DataFrame({"axis": axis, "group_a": a, "group_b": b, "prompt_id": m["prompt_id"],
+                                       "sample_index": m["sample_index"], "cosine": cos.astype(float)}))
+    cols = ["axis", "group_a", "group_b", "prompt_id", "sample_index", "cosine"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def langfair_pairs(table: pd.DataFrame, cosines: pd.DataFrame | None = None) -> pd.DataFrame:
     """LangFair's counterfactual metrics per pair of groups, over the continuations matched by prompt
     and sample index: strict sentiment parity (share of matched pairs whose binary sentiment,
     compound > 0.5, differs), weak sentiment parity (difference of the two groups' positive
-    shares), cosine similarity of the sentence embeddings (``embeddings``: one row per row of
-    ``table``; none: not computed) and ROUGE-L.
+    shares), cosine similarity of the sentence embeddings (the mean of :func:`pair_cosines`; none:
+    not computed) and ROUGE-L.
 
     >>> t = pd.DataFrame({"axis": "x", "prompt_id": 1, "sample_index": [0, 0, 1, 1], "group": ["a", "b"] * 2,
     ...                   "response": ["good", "good", "bad", "good day"], "sentiment": [0.9, 0.9, -0.5, 0.7]})
@@ -183,27 +206,22 @@ def langfair_pairs(table: pd.DataFrame, embeddings: np.ndarray | None = None) ->
     >>> [float(r[k]) for k in ("strict_sentiment_parity", "weak_sentiment_parity", "rouge_l")]
     [0.5, 0.5, 0.5]
     """
-    t = table.reset_index(drop=True).assign(_row=lambda x: np.arange(len(x)))
+    cos = cosines.groupby(["axis", "group_a", "group_b"])["cosine"].mean() if cosines is not None and len(cosines) \
+        else None
     rows = []
-    for axis, sub in t.groupby("axis", sort=False):
+    for axis, sub in table.groupby("axis", sort=False):
         for a, b in _pairs(list(dict.fromkeys(sub["group"]))):
             m = _paired(sub, str(axis), a, b)
             if m.empty:
                 continue
             pos_a = m["sentiment_a"].to_numpy(float) > LANGFAIR_THRESHOLD
             pos_b = m["sentiment_b"].to_numpy(float) > LANGFAIR_THRESHOLD
-            row = {"axis": axis, "group_a": a, "group_b": b, "n_pairs": len(m),
-                   "strict_sentiment_parity": float(np.mean(pos_a != pos_b)),
-                   "weak_sentiment_parity": float(abs(pos_a.mean() - pos_b.mean())),
-                   "cosine_similarity": np.nan,
-                   "rouge_l": float(np.mean([rouge_l(x, y) for x, y in zip(m["response_a"].astype(str),
-                                                                             m["response_b"].astype(str))]))}
-            if embeddings is not None:
-                ea, eb = embeddings[m["_row_a"].to_numpy()], embeddings[m["_row_b"].to_numpy()]
-                na, nb = np.linalg.norm(ea, axis=1), np.linalg.norm(eb, axis=1)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    row["cosine_similarity"] = float(np.nanmean((ea * eb).sum(axis=1) / (na * nb)))
-            rows.append(row)
+            rows.append({"axis": axis, "group_a": a, "group_b": b, "n_pairs": len(m),
+                         "strict_sentiment_parity": float(np.mean(pos_a != pos_b)),
+                         "weak_sentiment_parity": float(abs(pos_a.mean() - pos_b.mean())),
+                         "cosine_similarity": float(cos.get((axis, a, b), np.nan)) if cos is not None else np.nan,
+                         "rouge_l": float(np.mean([rouge_l(x, y) for x, y in zip(m["response_a"].astype(str),
+                                                                                  m["response_b"].astype(str))]))})
     return pd.DataFrame(rows)
 
 

@@ -23,6 +23,7 @@ from biaslens.methods.counterfactual.metrics import (
     fairpair_pairs,
     langfair_pairs,
     largest_gaps,
+    pair_cosines,
     pair_gaps,
 )
 from biaslens.methods.counterfactual.options import CounterfactualOptions
@@ -88,8 +89,10 @@ def _match(variants: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, int]:
     return table, missing
 
 
-def score(table: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
-    """VADER compound, toxicity (masked and unmasked), the judges' scorer cards into run.json."""
+def score(table: pd.DataFrame, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """VADER compound, toxicity (masked and unmasked), the judges' scorer cards into run.json; the
+    cosine similarity of the matched continuations' sentence embeddings (LangFair's, kept instead
+    of the embeddings themselves)."""
     from biaslens.scorers import ScorerError, VaderSentiment
     from biaslens.scorers.card import choose_judge, sentiment_card, toxicity_card
     from biaslens.scorers.masking import mask_all
@@ -120,18 +123,22 @@ def score(table: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
                                  "embedding": "all-MiniLM-L6-v2" if emb is not None else None}
     out = table.assign(sentiment=comp, toxicity=tox_masked if o.identity_masking else tox_unmasked,
                        toxicity_masked=tox_masked, toxicity_unmasked=tox_unmasked)
+    cosines = None
     if emb is not None:
-        out["embedding"] = list(np.asarray(emb, dtype=np.float32))
-    return out
+        flat = out.reset_index(drop=True)
+        cosines = pd.concat([pair_cosines(flat.iloc[idx], np.asarray(emb)[idx]).assign(model=m) for m, idx in
+                             flat.groupby("model", sort=False).indices.items()], ignore_index=True)
+    return out, cosines
 
 
-def analyse(table: pd.DataFrame, *, alpha: float = 0.05, n_examples: int = 3) -> dict[str, Any]:
+def analyse(table: pd.DataFrame, cosines: pd.DataFrame | None = None, *, alpha: float = 0.05,
+            n_examples: int = 3) -> dict[str, Any]:
     """Every counterfactual number from the scored continuations (no model), per model."""
     parts: dict[str, list[pd.DataFrame]] = {"gaps": [], "fairpair": [], "langfair": []}
     for model, t in table.groupby("model", sort=False):
-        emb = np.stack(t["embedding"].to_list()) if "embedding" in t and len(t) else None
+        cos = cosines[cosines["model"] == model] if cosines is not None and len(cosines) else None
         gaps = pd.concat([pair_gaps(t, v, alpha=alpha) for v in SCORES if v in t], ignore_index=True)
-        for key, df in (("gaps", gaps), ("fairpair", fairpair_pairs(t)), ("langfair", langfair_pairs(t, emb))):
+        for key, df in (("gaps", gaps), ("fairpair", fairpair_pairs(t)), ("langfair", langfair_pairs(t, cos))):
             if len(df):
                 df.insert(0, "model", model)
                 parts[key].append(df)
@@ -237,7 +244,7 @@ class Counterfactual(Suite):
         "default": {"counterfactual": {"samples": 5}},
         "paper": {"counterfactual": {"samples": 10}}}, inputs={"prompts": "counterfactual.prompts"})
     judged_entries = {"largest_toxicity_gap": ("toxicity", False), "largest_sentiment_gap": ("sentiment", False)}
-    stored_tables = ("variants", "skipped", "generations?")
+    stored_tables = ("variants", "skipped", "generations?", "cosines?")
     main_table = "variants"
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
@@ -268,7 +275,9 @@ class Counterfactual(Suite):
         else:
             table = _generate(variants, ctx)
         with ctx.timer("scoring"):
-            tables["generations"] = score(table, ctx)
+            tables["generations"], cosines = score(table, ctx)
+        if cosines is not None:
+            tables["cosines"] = cosines
         # what the numbers depend on: two runs compare only when these agree (biaslens compare)
         import hashlib
 
@@ -294,7 +303,7 @@ class Counterfactual(Suite):
                                verdict=None, tables={})
         if "toxicity_masked" in table:  # the headline follows the option, on re-rendering too
             table = table.assign(toxicity=table["toxicity_masked" if o.identity_masking else "toxicity_unmasked"])
-        a = analyse(table, alpha=ctx.config.alpha, n_examples=o.n_examples)
+        a = analyse(table, tables.get("cosines"), alpha=ctx.config.alpha, n_examples=o.n_examples)
         a["variants"], a["skipped"] = tables.get("variants"), skipped
         cards = ctx.record.get("scorer_cards") or []
         entries, sentences = _entries(a, cards, ctx.config.alpha)
