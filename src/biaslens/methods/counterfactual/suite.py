@@ -123,10 +123,10 @@ def score(table: pd.DataFrame, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFr
                                  "embedding": "all-MiniLM-L6-v2" if emb is not None else None}
     out = table.assign(sentiment=comp, toxicity=tox_masked if o.identity_masking else tox_unmasked,
                        toxicity_masked=tox_masked, toxicity_unmasked=tox_unmasked)
-    cosines = None
+    cosines: pd.DataFrame | None = None
     if emb is not None:
         flat = out.reset_index(drop=True)
-        cosines = pd.concat([pair_cosines(flat.iloc[idx], np.asarray(emb)[idx]).assign(model=m) for m, idx in
+        cosines = pd.concat([pair_cosines(flat.iloc[idx], np.asarray(emb)[idx]).assign(model=str(m)) for m, idx in
                              flat.groupby("model", sort=False).indices.items()], ignore_index=True)
     return out, cosines
 
