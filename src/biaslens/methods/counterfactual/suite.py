@@ -144,6 +144,7 @@ def analyse(table: pd.DataFrame, cosines: pd.DataFrame | None = None, *, alpha: 
                 parts[key].append(df)
     out: dict[str, Any] = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in parts.items()}
     out["models"] = list(dict.fromkeys(table["model"]))
+    out["n_axis_prompts"] = table.groupby(["model", "axis"])["prompt_id"].nunique().to_dict()
     out["examples"] = examples(table, out["gaps"], n_examples)
     return out
 
@@ -199,6 +200,8 @@ def _entries(analysis: dict[str, Any], cards: list[dict], alpha: float) -> tuple
             interval=f"{100 * level:.3g}% (the level that agrees with Holm over {plural(m, 'pair')}): t over prompts "
                      "of the per-prompt difference of group means",
             higher_is_better=None, ideal=0.0, n_used=int(r["n_prompts"]), level=level, df=r["df"],
+            # prompts varied on the axis whose continuations lack one of the two groups
+            n_missing=int(analysis["n_axis_prompts"].get((model, axis), r["n_prompts"]) - r["n_prompts"]),
             test=f"t over prompts, Holm over the {m} pairs of the axis", p_value=r["p_holm"],
             detectable=r["detectable"], verdict=r["verdict"], judge=judge, judge_has_skill=skill,
             description=f"{axis}: {pair} ({int(r['n_prompts'])} prompts); {n_detected} of {m} pairs differ after Holm"))
