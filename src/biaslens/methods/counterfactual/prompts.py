@@ -42,7 +42,7 @@ def read_prompts(path: str | Path) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from biaslens.datasets.generations import GenerationsFileError, _table_rows, jsonl_rows
+    from biaslens.datasets.generations import GenerationsFileError, jsonl_rows, table_rows
     from biaslens.fileio import read_text
 
     path = Path(path)
@@ -64,7 +64,7 @@ def read_prompts(path: str | Path) -> pd.DataFrame:
                 records.append({"prompt": text.rstrip("\r"), "line": lineno})
     else:
         try:
-            rows = jsonl_rows(path, 1_000_000) if kind == "jsonl" else _table_rows(path, kind)
+            rows = jsonl_rows(path, 1_000_000) if kind == "jsonl" else table_rows(path, kind)
             for where, lineno, obj in rows:
                 if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str) or not obj["prompt"].strip():
                     raise ConfigError(f"{where}: no 'prompt' field with text (fields: "
