@@ -26,6 +26,7 @@ SUITES = {
     "crows-pairs": {"crows_pairs": {"sample": 120}},
     "winogender": {"winogender": {"n_bootstrap": 200}},
     "winobias": {"winobias": {"types": ["1"], "splits": ["dev"]}},
+    "counterfactual": {"counterfactual": {"samples": 2, "max_new_tokens": 8, "langfair_cosine": False}},
 }
 BATCH = 8
 _VOLATILE = {"elapsed_seconds", "seconds", "sentences_per_second", "started", "timings", "texts_per_second"}

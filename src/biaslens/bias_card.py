@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,26 +37,39 @@ class CardMethod:
     #: what the method asks of the model; masked LMs only have likelihoods
     needs: str  # "likelihood" | "generation"
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the card inputs the method needs (input name -> dotted configuration field), ``CardSpec.inputs``
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
-def card_methods() -> tuple[CardMethod, ...]:
+def card_methods(inputs: Iterable[str] = (), *, every: bool = False) -> tuple[CardMethod, ...]:
     """The methods on the card, in registry order: every suite in :data:`biaslens.suites.SUITES`
     that declares a ``card`` (:class:`biaslens.suites.base.CardSpec`: title, needs, sizes per
-    budget). "smoke" checks the wiring at small sizes; "default" gives verdicts worth reading
+    budget) and whose card inputs are among ``inputs`` (``--prompts``: the counterfactual method;
+    ``every``: regardless of inputs). "smoke" checks the wiring at small sizes; "default" gives verdicts worth reading
     in minutes on the embedded model on a 2-core CPU; "paper" uses each suite's own defaults."""
     from biaslens.suites import SUITES, suite_class
 
-    return tuple(CardMethod(name, spec.title, spec.needs, dict(spec.budgets))
-                 for name in SUITES if (spec := suite_class(name).card) is not None)
+    given = set(inputs)
+    return tuple(CardMethod(name, spec.title, spec.needs, dict(spec.budgets), dict(spec.inputs))
+                 for name in SUITES if (spec := suite_class(name).card) is not None
+                 and (every or set(spec.inputs) <= given))
 
 
 BUDGETS = ("smoke", "default", "paper")
 
 
-def method_config(method: CardMethod, budget: str, base: dict[str, Any], out: Path) -> dict[str, Any]:
+def method_config(method: CardMethod, budget: str, base: dict[str, Any], out: Path,
+                  inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run configuration of one method: the user's base settings (model, cache, seed),
-    the budget's sizes, its own folder."""
-    return deep_merge(deep_merge(base, method.budgets.get(budget, {})),
+    the budget's sizes, the card inputs it needs (``--prompts``), its own folder."""
+    given: dict[str, Any] = {}
+    for name, dotted in method.inputs.items():
+        *parents, leaf = dotted.split(".")
+        node = given
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = (inputs or {}).get(name)
+    return deep_merge(deep_merge(deep_merge(base, method.budgets.get(budget, {})), given),
                       {"suite": method.suite, "out": str(out / method.suite)})
 
 
@@ -84,7 +98,8 @@ def card_row(method: CardMethod, run_dir: Path) -> dict[str, Any]:
 
 @applies_environment_policy
 def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = None, budget: str = "default",
-              methods: list[str] | None = None, console=None, backend=None, results_console=None) -> dict[str, Any]:
+              methods: list[str] | None = None, console=None, backend=None, results_console=None,
+              inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every applicable method on ``config["model"]`` and write ``card.json`` and ``card.html``.
 
     Args:
@@ -92,6 +107,8 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
         out: the card folder (default ``runs/card-<model>-<time>``).
         budget: "smoke", "default" or "paper" (the sizes in each suite's ``card``).
         methods: a subset of suite names (default all).
+        inputs: what methods that need the user's own data get (``{"prompts": FILE}``: the
+            counterfactual method); a method whose inputs are not given is left off.
         backend: an already loaded backend, shared by every method (tests).
         console, results_console: progress (each method's run) and the card's path (default ``console``).
     """
@@ -106,12 +123,18 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
     if isinstance(base.get("model"), str):
         base["model"] = {"name": base["model"]}
     base.setdefault("model", {})
-    all_methods = card_methods()
+    inputs = {k: str(v) for k, v in (inputs or {}).items() if v is not None}
+    all_methods = card_methods(every=True)
     known = [m.suite for m in all_methods]
     for name in methods or []:
         if name not in known:
             raise ConfigError(f"--methods: unknown method {name!r}; choose from {', '.join(known)}")
-    chosen = [m for m in all_methods if not methods or m.suite in methods]
+    for m in all_methods:
+        lacking = [k for k in m.inputs if k not in inputs]
+        if methods and m.suite in methods and lacking:
+            raise ConfigError(f"--methods {m.suite}: the method needs {', '.join('--' + k for k in lacking)}")
+    # a method that needs an input the user did not give (counterfactual: --prompts) is left off
+    chosen = [m for m in all_methods if (not methods or m.suite in methods) and all(k in inputs for k in m.inputs)]
     model_name = (base["model"] or {}).get("name") or "smollm2-135m"
     out = Path(out) if out else Path("runs") / f"card-{Path(model_name).name}-{time.strftime('%Y%m%d-%H%M%S')}"
     existed = out.exists()
@@ -129,7 +152,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
         console.print(f"[bold]({i}/{len(chosen)}) {method.title}[/bold]")
         t0 = time.perf_counter()
         try:
-            res = api.run(method_config(method, budget, base, out), console=console, backend=backend)
+            res = api.run(method_config(method, budget, base, out, inputs), console=console, backend=backend)
             row = card_row(method, Path(res.out))
             kind = kind or (res.stats.get("model") or {}).get("kind")
         except Exception as e:  # noqa: BLE001 - a failed method is shown as failed, the card goes on
@@ -149,7 +172,7 @@ def make_card(config: dict[str, Any] | None = None, *, out: str | Path | None = 
     card = {"format_version": CARD_FORMAT_VERSION, "model": model_name, "budget": budget,
             "status": card_status(rows),
             "budget_settings": {m.suite: m.budgets.get(budget, {}) for m in chosen},
-            "base_config": base, "methods": rows, "elapsed_seconds": round(time.time() - started, 1),
+            "base_config": base, **({"inputs": inputs} if inputs else {}), "methods": rows, "elapsed_seconds": round(time.time() - started, 1),
             "machine": _machine()}
     _write_card(out, card)
     (results_console or console).print(f"card: [bold]{out / 'card.html'}[/bold]", soft_wrap=True)
@@ -194,7 +217,7 @@ def rerender_card(path: str | Path, *, console=None) -> Path:
 
     path = Path(path)
     card = read_card(path)
-    by_suite = {m.suite: m for m in card_methods()}
+    by_suite = {m.suite: m for m in card_methods(every=True)}
     rows = []
     for row in card["methods"]:
         method = by_suite.get(row.get("suite"))

@@ -193,8 +193,8 @@ class RunConfigBase(ConfigFile):
 
 def suite_sections() -> dict[str, type[Section]]:
     """Each registered suite's options section (key -> class), from the light module beside the
-    suite: the options of ``pkg.mod:Suite`` are the :class:`Section` classes of ``pkg.mod_options``
-    (imported without the suite, so ``--help`` and validation stay fast). Suites that share one
+    suite: the options of ``pkg.mod:Suite`` are the :class:`Section` classes of ``pkg.mod_options``, or of
+    ``pkg.options`` for a method folder's ``pkg.suite`` (imported without the suite, so ``--help`` and validation stay fast). Suites that share one
     section (the two generation suites) name it once."""
     import importlib
     import importlib.util
@@ -203,7 +203,9 @@ def suite_sections() -> dict[str, type[Section]]:
 
     sections: dict[str, type[Section]] = {}
     for target in SUITES.values():
-        name = target.partition(":")[0] + "_options"
+        module = target.partition(":")[0]
+        # a method folder (biaslens.methods.<name>.suite) keeps its options in options.py beside it
+        name = module.removesuffix(".suite") + ".options" if module.endswith(".suite") else module + "_options"
         try:
             found = importlib.util.find_spec(name) is not None
         except ModuleNotFoundError:
@@ -218,6 +220,7 @@ def suite_sections() -> dict[str, type[Section]]:
 
 
 if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
+    from biaslens.methods.counterfactual.options import CounterfactualOptions
     from biaslens.suites.crows_pairs_options import CrowsPairsOptions
     from biaslens.suites.winobias_options import WinoBiasOptions
     from biaslens.suites.winogender_options import WinogenderOptions
@@ -236,6 +239,7 @@ if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_option
         crows_pairs: CrowsPairsOptions
         winogender: WinogenderOptions
         winobias: WinoBiasOptions
+        counterfactual: CounterfactualOptions
 else:
     RunConfig = create_model(
         "RunConfig", __base__=RunConfigBase, __module__=__name__,

@@ -19,6 +19,7 @@ def card(
     device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:N or mps."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Call cache folder [default: the user cache]."),
     seed: int = typer.Option(0, "--seed"),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="Your own prompts (text, JSONL, CSV or Parquet with a 'prompt' field): adds the counterfactual method, your prompts varied by identity [default: not on the card]."),
     allow_failures: bool = typer.Option(False, "--allow-failures", help="Exit 0 even when some methods failed (the card then says 'partial')."),
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
 ):
@@ -28,10 +29,11 @@ def card(
     from biaslens.cli.common import guard
 
     with command_output(json_output) as output:
-        guard(_card, model, budget, out, methods, device, cache_dir, seed, allow_failures, output)
+        guard(_card, model, budget, out, methods, device, cache_dir, seed, allow_failures, output, prompts)
 
 
-def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=False, output=None) -> None:
+def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=False, output=None,
+          prompts=None) -> None:
     from biaslens.bias_card import make_card
     from biaslens.cli.common import console
 
@@ -40,7 +42,8 @@ def _card(model, budget, out, methods, device, cache_dir, seed, allow_failures=F
     if cache_dir is not None:
         config["cache_dir"] = str(cache_dir)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
-    card = make_card(config, out=out, budget=budget, methods=chosen, console=console, results_console=output.results)
+    card = make_card(config, out=out, budget=budget, methods=chosen, console=console, results_console=output.results,
+                     inputs={"prompts": prompts} if prompts is not None else None)
     from biaslens.report.card import method_sentence
 
     for r in card["methods"]:  # the card's plain sentences, numbers rounded to their intervals

@@ -43,9 +43,9 @@ def read_generations_jsonl(path: str | Path, *, max_line_chars: int = 1_000_000)
     path = Path(path)
     name = path.name.lower()
     if name.endswith((".csv", ".csv.gz", ".tsv")):
-        return _from_records(path, _table_rows(path, "csv"))
+        return _from_records(path, table_rows(path, "csv"))
     if name.endswith((".parquet", ".pq")) or _starts_with(path, b"PAR1"):
-        return _from_records(path, _table_rows(path, "parquet"))
+        return _from_records(path, table_rows(path, "parquet"))
     return _from_records(path, jsonl_rows(path, max_line_chars))
 
 
@@ -90,7 +90,7 @@ def jsonl_rows(path: Path, max_line_chars: int) -> Iterator[_Row]:
         yield f"{path}:{lineno}", lineno, json_object_line(line, f"{path}:{lineno}", GenerationsFileError)
 
 
-def _table_rows(path: Path, kind: str) -> Iterator[_Row]:
+def table_rows(path: Path, kind: str) -> Iterator[_Row]:
     """The rows of a CSV or Parquet file as (where, row number, record); empty cells are missing."""
     import pandas as pd
 

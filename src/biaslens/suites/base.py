@@ -110,6 +110,10 @@ class CardSpec:
     #: sizes, "default" gives verdicts worth reading on the embedded model on a 2-core CPU, "paper"
     #: uses the suite's own (paper-sized) defaults
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what the user must give the card for this method (``biaslens card --prompts FILE``): input name ->
+    #: the dotted configuration field it sets (e.g. ``{"prompts": "counterfactual.prompts"}``); a method
+    #: whose inputs are not all given is left off the card
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ SUITES: dict[str, str] = {
     "crows-pairs": "biaslens.suites.crows_pairs:CrowsPairs",
     "winogender": "biaslens.suites.winogender:Winogender",
     "winobias": "biaslens.suites.winobias:WinoBias",
+    "counterfactual": "biaslens.methods.counterfactual.suite:Counterfactual",
 }
 
 #: suites that later issues add; named here so a user gets a clear message
