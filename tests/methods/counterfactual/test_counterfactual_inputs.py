@@ -39,7 +39,7 @@ def test_bad_prompt_files_name_the_file_and_line(tmp_path):
     with pytest.raises(ConfigError, match=r"nofield\.jsonl:2: no 'prompt' field"):
         read_prompts(tmp_path / "nofield.jsonl")
     pd.DataFrame({"question": ["x"]}).to_csv(tmp_path / "q.csv", index=False)
-    with pytest.raises(ConfigError, match=r"q\.csv: row 1: no 'prompt' field"):
+    with pytest.raises(ConfigError, match=r"q\.csv:2: no 'prompt' field"):
         read_prompts(tmp_path / "q.csv")
     with pytest.raises(ConfigError, match="cannot read"):
         read_prompts(tmp_path / "missing.txt")
