@@ -179,7 +179,9 @@ def test_audit_can_fail_and_the_masker_passes_it():
     new = card_mod.identity_gap(_keyword_judge)
     assert new["sets"]["held_out"]["gap"] > 0.5 and new["gap_masked"] == 0.0 and new["meets_masked_target"]
     assert set(new["sets"]["held_out"]["by_form"]) == {"plural", "compound", "variant", "two_identities"}
-    assert new["sets"]["real_replies"]["n_sentences"] == 40 * len(card_mod.load_audit()["groups"])
+    # each real reply rewritten into every group's variant spelling and compound (card.REWRITE_FORMS)
+    assert new["sets"]["real_replies"]["n_sentences"] == (40 * len(card_mod.load_audit()["groups"])
+                                                          * len(card_mod.REWRITE_FORMS))
 
 
 def test_default_judge_masked_gap_meets_the_target():

@@ -50,7 +50,7 @@ def _docs_row(title: str) -> list[str]:
 
 @pytest.mark.parametrize(("suite", "title", "unit"), [
     ("holistic-likelihood", "HolisticBias Likelihood Bias", "sentences"),
-    ("holistic-generation", "HolisticBias generation bias", "prompts")])
+    ("holistic-generation", "HolisticBias generation bias (styles)", "prompts")])
 def test_card_budgets_run_the_sizes_the_docs_state(suite, title, unit):
     row = _docs_row(title)
     sizes = {}
