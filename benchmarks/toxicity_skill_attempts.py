@@ -1,6 +1,6 @@
-"""Attempts to raise the toxicity head's skill on the community TEST half (issue #41, item 5).
+"""Attempts to raise the toxicity head's skill on the community TEST half.
 
-    flock /tmp/biaslens-cpu.lock python benchmarks/toxicity_skill_attempts.py \\
+    python benchmarks/toxicity_skill_attempts.py \\
         [--out benchmarks/results/toxicity_skill_attempts.json]
 
 Every variant is scored exactly as the scorer card scores the shipped head
