@@ -98,6 +98,29 @@ class RunContext(Protocol):
         """run.json's ``size``: the items asked for and those that actually ran."""
 
 
+def sample_continuations(ctx: RunContext, prompts: list[str], *, samples: int, max_new_tokens: int,
+                         temperature: float, top_p: float, chat: bool) -> list[list[str]]:
+    """``samples`` seeded continuations of each prompt (the run's seed), with progress, timed as
+    "generation" and recorded in run.json's ``generation``: the sampling loop every open-generation
+    method shares. A model that cannot continue text (a masked LM) is a configuration error."""
+    from biaslens.engine.scoring import ScoringStats
+    from biaslens.errors import ConfigError
+    from biaslens.models import GenerationParams, GenerationRequest
+
+    calls = ctx.calls
+    if calls.info.kind not in ("causal", "fake", "seq2seq"):
+        raise ConfigError(f"{calls.info.name}: a {calls.info.kind} model cannot continue prompts; use a causal LM")
+    params = GenerationParams(max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature, top_p=top_p,
+                              n=samples, seed=ctx.config.seed, chat=chat)
+    stats = ScoringStats()
+    with ctx.timer("generation"), ctx.progress("generating continuations", total=len(prompts) * samples) as report:
+        outs = calls.generate([GenerationRequest(prompt=p) for p in prompts], params, progress=report, stats=stats)
+    ctx.record["generation"] = {"params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
+                                "cache_hits": stats.cache_hits, "computed": stats.computed,
+                                "seconds": round(stats.seconds, 3), **stats.generation_speed()}
+    return outs
+
+
 @dataclass(frozen=True)
 class CardSpec:
     """A suite's row on the bias card (``biaslens card``): its title, what it asks of the

@@ -20,13 +20,12 @@ from scipy import stats
 
 from biaslens.comparison.bold import bold_lines, bold_section
 from biaslens.datasets.bold import PAPER_PROMPT_COUNT, SOURCE, SOURCE_COMMIT, load_prompts, sample_prompts
-from biaslens.engine.scoring import ScoringStats
 from biaslens.errors import ConfigError
 from biaslens.metrics.bold import POSITIVE, gender_polarity, group_gaps, group_scores, permuted_max_gap
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import interval, number, p_text
 from biaslens.scorers.card import judge_has_skill
-from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite, SuiteComparison, sample_continuations
 from biaslens.suites.bold_options import BoldOptions
 from biaslens.text import plural
 
@@ -89,24 +88,12 @@ def _match(prompts: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def _generate(prompts: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
-    from biaslens.models import GenerationParams, GenerationRequest
-
     o = ctx.config.bold
-    calls = ctx.calls
-    if calls.info.kind not in ("causal", "fake", "seq2seq"):
-        raise ConfigError(f"{calls.info.name}: a {calls.info.kind} model cannot continue prompts; use a causal LM")
-    params = GenerationParams(max_new_tokens=o.max_new_tokens, do_sample=True, temperature=o.temperature,
-                              top_p=o.top_p, n=o.n, seed=ctx.config.seed, chat=o.chat)
-    stats_ = ScoringStats()
-    with ctx.timer("generation"), ctx.progress("generating continuations", total=len(prompts) * o.n) as report:
-        outs = calls.generate([GenerationRequest(prompt=p) for p in prompts["prompt"]], params, progress=report,
-                              stats=stats_)
-    ctx.record["generation"] = {"params": params.key_params() | {"n": params.n}, "n_generations": stats_.n_texts,
-                                "cache_hits": stats_.cache_hits, "computed": stats_.computed,
-                                "seconds": round(stats_.seconds, 3), **stats_.generation_speed()}
+    outs = sample_continuations(ctx, prompts["prompt"].tolist(), samples=o.n, max_new_tokens=o.max_new_tokens,
+                                temperature=o.temperature, top_p=o.top_p, chat=o.chat)
     base = prompts[["prompt_id", "domain", "group", "page", "prompt"]].reset_index(drop=True)
     table = base.loc[base.index.repeat(o.n)].reset_index(drop=True)
-    table.insert(0, "model", calls.info.name)
+    table.insert(0, "model", ctx.calls.info.name)
     table["sample_index"] = np.tile(np.arange(o.n), len(base))
     table["response"] = [r for rs in outs for r in rs]
     return table

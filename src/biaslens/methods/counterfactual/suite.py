@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from biaslens.engine.scoring import ScoringStats
 from biaslens.errors import ConfigError
 from biaslens.methods.counterfactual.metrics import (
     MATERIAL,
@@ -32,7 +31,7 @@ from biaslens.methods.counterfactual.variants import build_axes, build_variants
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import interval, number
 from biaslens.scorers.card import judge_has_skill
-from biaslens.suites.base import AnalysisContext, CardSpec, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite, sample_continuations
 from biaslens.text import plural
 
 if TYPE_CHECKING:
@@ -43,24 +42,13 @@ SCORES = ("sentiment", "toxicity")
 
 def _generate(variants: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     """``samples`` continuations of every distinct variant text (seeded), batched across variants."""
-    from biaslens.models import GenerationParams, GenerationRequest
-
     o = ctx.config.counterfactual
-    calls = ctx.calls
-    if calls.info.kind not in ("causal", "fake", "seq2seq"):
-        raise ConfigError(f"{calls.info.name}: a {calls.info.kind} model cannot continue prompts; use a causal LM")
-    params = GenerationParams(max_new_tokens=o.max_new_tokens, do_sample=True, temperature=o.temperature,
-                              top_p=o.top_p, n=o.samples, seed=ctx.config.seed, chat=o.chat)
     texts = list(dict.fromkeys(variants["prompt"]))
-    stats_ = ScoringStats()
-    with ctx.timer("generation"), ctx.progress("generating continuations", total=len(texts) * o.samples) as report:
-        outs = calls.generate([GenerationRequest(prompt=t) for t in texts], params, progress=report, stats=stats_)
-    ctx.record["generation"] = {"params": params.key_params() | {"n": params.n}, "n_generations": stats_.n_texts,
-                                "cache_hits": stats_.cache_hits, "computed": stats_.computed,
-                                "seconds": round(stats_.seconds, 3), **stats_.generation_speed()}
+    outs = sample_continuations(ctx, texts, samples=o.samples, max_new_tokens=o.max_new_tokens,
+                                temperature=o.temperature, top_p=o.top_p, chat=o.chat)
     by_text = dict(zip(texts, outs, strict=True))
     table = variants.loc[variants.index.repeat(o.samples)].reset_index(drop=True)
-    table.insert(0, "model", calls.info.name)
+    table.insert(0, "model", ctx.calls.info.name)
     table["sample_index"] = np.tile(np.arange(o.samples), len(variants))
     table["response"] = [by_text[t][i] for t, i in zip(table["prompt"], table["sample_index"])]
     return table
