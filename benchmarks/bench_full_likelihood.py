@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 
 def full_texts() -> list[str]:
     """The sentences ``biaslens run --full`` scores (v1.0 built-in transcription, all rows)."""
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     return likelihood_rows(build_sentences(load_holistic_dataset()))["text"].astype(str).tolist()
 

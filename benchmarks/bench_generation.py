@@ -46,7 +46,7 @@ print(json.dumps({"seconds": time.perf_counter() - t, "tokens": tokens}))
 
 
 def load_prompts(n: int) -> list[str]:
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     rows = likelihood_rows(build_sentences(load_holistic_dataset())).sample(n=n, random_state=0)
     return rows["text"].astype(str).tolist()

@@ -29,7 +29,7 @@ AUTHORS = {"seconds": 3.8, "peak_rss_mb": 440}
 CHILD = """
 import sys, time, json, resource
 t0 = time.perf_counter()
-from biaslens.datasets.holistic import load_holistic_dataset, build_sentence_table, build_sentences
+from biaslens.methods.holistic.dataset import load_holistic_dataset, build_sentence_table, build_sentences
 ds = load_holistic_dataset(sys.argv[2])
 t1 = time.perf_counter()
 out = build_sentence_table(ds) if sys.argv[1] == "arrow" else build_sentences(ds)

@@ -52,8 +52,8 @@ def main(argv=None) -> int:
     import biaslens.scorers.styles as styles
     from biaslens.api import run
     from biaslens.config import RunConfig
-    from biaslens.datasets.holistic import build_sentences, load_holistic_dataset
-    from biaslens.datasets.holistic.prompts import prompt_rows
+    from biaslens.methods.holistic.dataset import build_sentences, load_holistic_dataset
+    from biaslens.methods.holistic.dataset.prompts import prompt_rows
 
     encoder = HashingEncoder()
     styles.default_encoder = lambda: encoder  # the one stand-in (see the module docstring)

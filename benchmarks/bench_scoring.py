@@ -25,7 +25,7 @@ def load_sentences(n: int) -> tuple[list[str], str]:
     if bench.exists():
         lines = [line for line in bench.read_text(encoding="utf-8").splitlines() if line.strip()]
         return lines[:n], str(bench)
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     rows = likelihood_rows(build_sentences(load_holistic_dataset())).sample(n=n, random_state=0)
     return rows["text"].astype(str).tolist(), "built-in HolisticBias v1.0 sample (seed 0)"

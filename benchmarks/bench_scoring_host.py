@@ -42,7 +42,7 @@ THIS_TREE = HERE.parent
 
 
 def sentences(n: int) -> list[str]:
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     rows = likelihood_rows(build_sentences(load_holistic_dataset()))
     return rows["text"].astype(str).sample(n=min(n, len(rows)), random_state=0).tolist()

@@ -62,7 +62,7 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
 
     import biaslens
-    from biaslens.datasets.crows_pairs import BUILTIN_FILE
+    from biaslens.methods.crows_pairs.dataset import BUILTIN_FILE
     from biaslens.machine import machine_facts
     from biaslens.models.embedded import embedded_model_dir
 

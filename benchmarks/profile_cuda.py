@@ -102,7 +102,7 @@ def main() -> None:
 
     import torch
 
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     bench_cuda.DEVICE = args.device
     torch.backends.cuda.matmul.allow_tf32 = False

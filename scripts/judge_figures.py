@@ -68,7 +68,7 @@ def _sentiment() -> dict:
 
 
 def _sentiment_bold() -> dict:
-    from biaslens.metrics.bold import POSITIVE
+    from biaslens.methods.bold.metrics import POSITIVE
     from biaslens.scorers.card import sentiment_card
 
     return sentiment_card(suite="bold", cutoff=POSITIVE)

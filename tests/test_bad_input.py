@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biaslens.config import ConfigError, RunConfig
-from biaslens.datasets.community.prompts import (
+from biaslens.methods.community.dataset.prompts import (
     Keyword,
     Template,
     build_prompts,
@@ -38,12 +38,12 @@ from biaslens.datasets.community.prompts import (
     load_keywords,
     load_templates,
 )
-from biaslens.datasets.community.readers import CommunityDataError, read_community
-from biaslens.datasets.fairpair.perturb import PerturbationMap, RulePerturber
+from biaslens.methods.community.dataset.readers import CommunityDataError, read_community
+from biaslens.vocabulary.perturb import PerturbationMap, RulePerturber
 from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
-from biaslens.datasets.holistic.schema import BUILTIN_DIR, DatasetError, load_holistic_dataset
-from biaslens.datasets.redditbias.readers import read_annotated, read_paired
-from biaslens.datasets.redditbias.specs import RedditBiasError, load_spec
+from biaslens.vocabulary.schema import BUILTIN_DIR, DatasetError, load_holistic_dataset
+from biaslens.methods.redditbias.dataset.readers import read_annotated, read_paired
+from biaslens.methods.redditbias.dataset.specs import RedditBiasError, load_spec
 from biaslens.scorers.styles import StyleInventoryError, load_clusters_file, load_style_inventory
 
 #: cases tried per format (every example hypothesis runs, shrinking included)
@@ -193,7 +193,7 @@ def test_holistic_dataset_json(work, kind, as_extra, data):
 @SETTINGS
 @given(as_json=st.booleans(), data=st.data())
 def test_redditbias_spec(work, as_json, data):
-    text = _builtin("biaslens.datasets.redditbias", "data", "gender.yaml")
+    text = _builtin("biaslens.methods.redditbias.dataset", "data", "gender.yaml")
     seed = json.dumps(yaml.safe_load(text)) if as_json else text
     raw = data.draw(contents([seed], as_json=as_json))
     path = work / ("spec.json" if as_json else "spec.yaml")
@@ -257,7 +257,7 @@ def test_community_data(work, suffix, two_files, data):
 @SETTINGS
 @given(which=st.sampled_from(["templates", "keywords"]), data=st.data())
 def test_community_templates_and_keywords(work, which, data):
-    seed = _builtin("biaslens.datasets.community", "data", "templates.yaml" if which == "templates" else "demographics.yaml")
+    seed = _builtin("biaslens.methods.community.dataset", "data", "templates.yaml" if which == "templates" else "demographics.yaml")
     raw = data.draw(contents([seed]))
     path = work / f"community_{which}.yaml"
     path.write_bytes(raw)
@@ -320,7 +320,7 @@ def test_generations_edge_cases(tmp_path):
 @SETTINGS
 @given(data=st.data())
 def test_fairpair_mapping(work, data):
-    raw = data.draw(contents([_builtin("biaslens.datasets.fairpair", "data", "gender.yaml")]))
+    raw = data.draw(contents([_builtin("biaslens.methods.fairpair.dataset", "data", "gender.yaml")]))
     path = work / "mapping.yaml"
     path.write_bytes(raw)
     expect_loads_or_names_file("FairPair mapping YAML", path, lambda: PerturbationMap.from_yaml(path), ConfigError)
@@ -365,7 +365,7 @@ HOSTILE = ["{0}", "{x.__class__}", "{noun_phrase.__class__}", "{__import__('os')
 
 
 def test_holistic_templates_filled_by_plain_substitution(tmp_path):
-    from biaslens.datasets.holistic.builder import build_sentences  # noqa: PLC0415
+    from biaslens.methods.holistic.dataset.builder import build_sentences  # noqa: PLC0415
 
     base = tmp_path / "hb"
     shutil.copytree(BUILTIN_DIR, base)
@@ -391,8 +391,8 @@ def test_community_templates_and_keywords_filled_by_plain_substitution(tmp_path)
 
 
 def test_fairpair_templates_filled_by_plain_substitution(tmp_path):
-    from biaslens.datasets.fairpair.commonsents import sentence  # noqa: PLC0415
-    from biaslens.datasets.fairpair.perturb import NamePair  # noqa: PLC0415
+    from biaslens.methods.fairpair.dataset.commonsents import sentence  # noqa: PLC0415
+    from biaslens.vocabulary.perturb import NamePair  # noqa: PLC0415
 
     for hostile in HOSTILE:
         s = sentence("John", "man", hostile, hostile)

@@ -19,7 +19,7 @@ def _errors(r) -> list[str]:
 
 
 def test_crows_pairs_unknown_bias_type_names_file_and_line(tmp_path):
-    from biaslens.datasets.crows_pairs import read_crows_pairs
+    from biaslens.methods.crows_pairs.dataset import read_crows_pairs
 
     rows = read_crows_pairs().head(5)[["sent_more", "sent_less", "stereo_antistereo", "bias_type"]].copy()
     rows.loc[rows.index[2], "bias_type"] = "gendr"
@@ -39,7 +39,7 @@ def test_a_one_item_group_cannot_tell():
 
 
 def _bbq_answers(tmp_path, edit) -> str:
-    from biaslens.datasets.bbq import load_items
+    from biaslens.methods.bbq.dataset import load_items
 
     items = load_items(None, ["Religion"]).head(30)
     rows = [{"example_id": int(e), "category": "Religion", "answer": int(lab)}
@@ -78,7 +78,7 @@ def test_an_option_of_another_suite_is_refused(tmp_path):
 
 
 def test_bold_generations_outside_the_selected_domains_and_the_line(tmp_path):
-    from biaslens.datasets.bold import load_prompts
+    from biaslens.methods.bold.dataset import load_prompts
 
     race = load_prompts(["race"]).iloc[0]
     gender = load_prompts(["gender"]).iloc[0]

@@ -15,7 +15,7 @@ import biaslens
 from biaslens.cli.app import app
 from biaslens.comparison.change import method_change
 from biaslens.comparison.entries import load_entry, run_differences
-from biaslens.comparison.gate import compare_gate
+from biaslens.gate import compare_gate
 
 
 def _run(out, suite, **options):

@@ -48,7 +48,7 @@ def test_sections_are_pluggable(tmp_path, monkeypatch):
     run.mkdir()
     (run / "metrics.json").write_text(json.dumps({"suite": "holistic-generation", "model": "m", "fgb": 0.2}))
     from biaslens.suites.base import SuiteComparison
-    from biaslens.suites.holistic_generation import HolisticGeneration
+    from biaslens.methods.holistic.generation import HolisticGeneration
 
     monkeypatch.setattr(HolisticGeneration, "compare", SuiteComparison(
         lambda es: ([Section("Generation bias")], {e.label: e.metrics["holistic-generation"]["fgb"]

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from biaslens.bias_card import card_methods, compare_cards
 from biaslens.cli import app
 from biaslens.comparison.change import gate, outcome
-from biaslens.comparison.gate import compare_gate
+from biaslens.gate import compare_gate
 from biaslens.comparison.runs import compare_runs
 from biaslens.config import ConfigError
 

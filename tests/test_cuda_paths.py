@@ -47,7 +47,7 @@ def model_path(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     rows = likelihood_rows(build_sentences(load_holistic_dataset())).sample(n=600, random_state=0)
     return rows["text"].astype(str).tolist()
@@ -121,8 +121,8 @@ def test_a_likelihood_run_with_device_cuda(tmp_path, model_path):
 def test_debias_trains_on_the_gpu(tmp_path, model_path, method):
     from dataclasses import replace
 
-    from biaslens.datasets.redditbias import resolve_specs
-    from biaslens.mitigation.redditbias import DebiasOptions, debias
+    from biaslens.methods.redditbias.dataset import resolve_specs
+    from biaslens.methods.redditbias.mitigation import DebiasOptions, debias
     from biaslens.mitigation.training import TrainingConfig
 
     spec = resolve_specs(["religion1"], [])["religion1"]

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from biaslens.bias_card import card_methods
 from biaslens.cli.app import app
-from biaslens.suites.registry import SUITES
+from biaslens.registry import SUITES
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 #: the methods whose gate decision is a paired test at 5% (two-sided); the others compare two 95% intervals

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from biaslens.mitigation.downstream import (
+from biaslens.methods.redditbias.downstream import (
     DownstreamDataError,
     distinct,
     entropy,

@@ -47,7 +47,7 @@ def _break_redditbias(monkeypatch, tmp_path):
     """The card's redditbias method reads a spec file that does not exist: it fails, the others run."""
     import dataclasses
 
-    from biaslens.suites.redditbias import RedditBias
+    from biaslens.methods.redditbias.suite import RedditBias
 
     card = RedditBias.card
     monkeypatch.setattr(RedditBias, "card", dataclasses.replace(card, budgets={**card.budgets, "smoke": {

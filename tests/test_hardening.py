@@ -135,7 +135,7 @@ def test_full_disk_in_the_cache_folder(small_disk, tmp_path):
 
 # -- two processes, one out folder ----------------------------------------------------------
 
-#: every suite but holistic-likelihood (tests/test_suite_holistic_likelihood.py::test_busy_run_folder)
+#: every suite but holistic-likelihood (tests/methods/holistic/test_suite_holistic_likelihood.py::test_busy_run_folder)
 BUSY = {**{k: v for k, v in SUITES.items() if k != "holistic-likelihood"},
         "holistic-offensiveness": {"sample": 300, "axes": ["ability"]}}
 

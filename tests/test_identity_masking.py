@@ -22,9 +22,9 @@ def _masked_out(text: str, term: str) -> bool:
 
 
 def _source_terms():
-    from biaslens.datasets.community.prompts import load_keywords
-    from biaslens.datasets.holistic.schema import load_holistic_dataset
-    from biaslens.datasets.redditbias.specs import builtin_specs
+    from biaslens.methods.community.dataset.prompts import load_keywords
+    from biaslens.vocabulary.schema import load_holistic_dataset
+    from biaslens.methods.redditbias.dataset.specs import builtin_specs
 
     hb = load_holistic_dataset()
     descriptors = [e["descriptor"] for b in hb.descriptors.values() for es in b.values() for e in es]
@@ -35,10 +35,10 @@ def _source_terms():
 
 
 def test_every_source_term_is_masked_in_several_forms():
-    from biaslens.datasets.holistic.pluralize import pluralize_noun
+    from biaslens.vocabulary.pluralize import pluralize_noun
 
     descriptors, nouns, reddit, community = _source_terms()
-    from biaslens.datasets.community.prompts import load_keywords
+    from biaslens.methods.community.dataset.prompts import load_keywords
 
     plurals = {n.lower() for n in nouns[1::2]} | {t.lower() for t in reddit + community if t.endswith(("s", "men"))}
     # no plural of "she" or "Islam"
@@ -96,7 +96,7 @@ def test_forms_of_different_identities_mask_to_one_text():
     form (plural noun, adjective + "folks"/"community"/"population", "the" + adjective, hyphenated
     "X-American"), become one text. Frames and identities are the community lists' own, none from
     the held-out audit."""
-    from biaslens.datasets.community.prompts import load_keywords
+    from biaslens.methods.community.dataset.prompts import load_keywords
 
     kws = load_keywords()
     adjectives = sorted({k.keyword for k in kws if k.form == "adjective"})
@@ -286,7 +286,7 @@ def test_roberta_style_classifier_from_a_folder(tmp_path):
 
 def test_community_run_with_a_folder_judge(tmp_path):
     from biaslens.api import run
-    from biaslens.datasets.community import build_prompts
+    from biaslens.methods.community.dataset import build_prompts
 
     path = tmp_path / "bad-classifier"
     _tiny_roberta(path, ["__ok__", "__notok__"])
@@ -301,3 +301,18 @@ def test_community_run_with_a_folder_judge(tmp_path):
     assert [c["role"] for c in cards] == ["toxicity", "sentiment"] and cards[0]["used"] == str(path)
     t = res.metrics["T_mean"]["m"]  # every identity masked: the same text, the same score
     assert max(t.values()) - min(t.values()) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_frozen_masker_terms_are_what_the_term_lists_give():
+    """The masker's term lists ship frozen (the head was trained on them): they must still be what
+    the HolisticBias, RedditBias and community lists give, or the masker version must change."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "masker_terms.py"
+    spec = importlib.util.spec_from_file_location("masker_terms", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--check"]) == 0
+    lexicon = module.lexicon()
+    assert len(lexicon["terms"]) > 500 and "folks" in lexicon["group_heads"]

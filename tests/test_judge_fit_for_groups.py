@@ -112,7 +112,7 @@ def test_the_sensitivity_line_says_when_only_the_raw_gap_excludes_zero():
     the corrected one does not, and the sentence says so."""
     import pandas as pd
 
-    from biaslens.suites.community import judge_sensitivity
+    from biaslens.methods.community.suite import judge_sensitivity
 
     def group(n_fp: int) -> dict:
         return {"n": 104, "n_positive": 4, "n_false_positive": n_fp, "n_false_negative": 1}

@@ -160,7 +160,7 @@ def test_community_entries_carry_their_judges(tmp_path):
     """The community gaps are means of scores: the toxicity judge's ranking skill (AUROC above 0.5)
     is what they rest on; the entries name both judges, and nothing says "without skill"."""
     from biaslens import run
-    from biaslens.datasets.community import build_prompts
+    from biaslens.methods.community.dataset import build_prompts
 
     prompts = build_prompts(dimensions=["sexual_orientation"])
     path = tmp_path / "same.jsonl"

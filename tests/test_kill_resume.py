@@ -2,7 +2,7 @@
 the re-run computes only what was not committed, and its metrics equal an uninterrupted run's.
 
 holistic-likelihood has the same test on the embedded model
-(tests/test_suite_holistic_likelihood.py::test_resume_after_kill_9); here the other
+(tests/methods/holistic/test_suite_holistic_likelihood.py::test_resume_after_kill_9); here the other
 model-calling suites run the fake backend in a subprocess, slowed by ``BIASLENS_FAKE_DELAY``
 so the kill lands mid-run.
 """

@@ -201,7 +201,7 @@ def test_layer_rules_engine_and_datasets():
         import biaslens.engine.backend_check as bc
         assert len(bc.calibration_texts()) == 28, len(bc.calibration_texts())
         print([m for m in sys.modules if m.startswith("biaslens.datasets")])
-        from biaslens.datasets.fairpair.perturb import LLMPerturber, NamePair
+        from biaslens.vocabulary.perturb import LLMPerturber, NamePair
 
         class Calls:  # any object with ModelCalls' generate and count_tokens
             def count_tokens(self, texts):

@@ -218,8 +218,8 @@ _SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def _seat_vocabulary() -> list[str]:
     """Words of the SEAT-style sentences for the ability and age axes (so few [UNK]s)."""
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
-    from biaslens.datasets.holistic.seat import seat_rows
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset.seat import seat_rows
 
     rows = likelihood_rows(build_sentences(load_holistic_dataset()))
     rows = rows[rows["axis"].isin(["ability", "age"]).to_numpy()]
@@ -298,7 +298,7 @@ def test_masked_lm_pseudo_log_likelihood(tiny_bert):
 
 def test_seat_rows_follow_paper_b1() -> None:
     """SEAT templates, capitalised first letter, span = the noun phrase without its article."""
-    from biaslens.datasets.holistic.seat import SEAT_TEMPLATES, seat_rows
+    from biaslens.methods.holistic.dataset.seat import SEAT_TEMPLATES, seat_rows
 
     row = {"axis": "body_type", "bucket": "(none)", "descriptor": "tall", "noun": "guy", "noun_phrase": "a tall guy",
            "plural_noun_phrase": "tall guys"}
@@ -321,8 +321,8 @@ def test_seat_rows_follow_paper_b1() -> None:
 
 def test_masked_lm_suite_uses_seat_templates(tiny_bert, tmp_path):
     import biaslens
-    from biaslens.datasets.holistic.seat import SEAT_TEMPLATES, _strip_article
-    from biaslens.metrics.likelihood_bias import SIGNIFICANCE_COLUMNS
+    from biaslens.methods.holistic.dataset.seat import SEAT_TEMPLATES, _strip_article
+    from biaslens.methods.holistic.likelihood_metrics import SIGNIFICANCE_COLUMNS
 
     out = tmp_path / "run"
     result = biaslens.run(model={"name": str(tiny_bert)}, sample=300, axes=["ability", "age"], out=out,

@@ -1,7 +1,7 @@
 """The verdict paths of Winogender, WinoBias, BBQ and BOLD end to end at the bias card's budgets
 (smoke and default), on fake models with a known answer: ``fake-unbiased`` (every text an
 independent draw: no bias by construction) and the same model with planted words (a known lean).
-CrowS-Pairs' are in tests/test_crows_pairs.py. Each sentence says what its entries' verdicts say,
+CrowS-Pairs' are in tests/methods/crows_pairs/test_crows_pairs.py. Each sentence says what its entries' verdicts say,
 and each interval printed agrees with its verdict."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 import biaslens
-from biaslens.datasets.bbq import read_category
+from biaslens.methods.bbq.dataset import read_category
 from biaslens.suites import suite_class
 
 QUIET = Console(stderr=True, quiet=True)

@@ -83,7 +83,7 @@ def test_coverage_of_the_suites_designs(shipped):
         assert len({it["template_id"] for it in items}) == 6
         # every prompt of the suite's default design (templates x keywords of 15 demographics)
         from biaslens.config import RunConfig
-        from biaslens.datasets.community.generations import community_prompts
+        from biaslens.methods.community.dataset.generations import community_prompts
 
         assert {it["prompt"] for it in items} == set(community_prompts(RunConfig())["prompt"])
 

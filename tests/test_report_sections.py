@@ -44,7 +44,7 @@ def test_generation_bias_section_opens_with_its_own_judge(fake_smoke_card, tmp_p
 
 
 def test_fairpair_table3_is_long():
-    from biaslens.report.fairpair import table3
+    from biaslens.methods.fairpair.report import table3
 
     t3 = pd.DataFrame({"model": ["m"] * 3, "dissimilarity": ["jaccard", "sentiment", "embedding"],
                        "V_A": [0.9, 0.3, 0.2], "V_B": [0.92, 0.38, 0.21], "B": [0.94, 0.35, 0.25],
@@ -60,7 +60,7 @@ def test_fairpair_table3_is_long():
 def test_fairpair_sentence_leads_with_the_headline_dissimilarity():
     """The card shows the first dissimilarity's F (the headline entry); the sentence speaks of it
     first, says what F = 1.1 is, and gives each dissimilarity's F."""
-    from biaslens.suites.fairpair import verdict
+    from biaslens.methods.fairpair.suite import verdict
 
     tests = pd.DataFrame({"model": ["m", "m"], "dissimilarity": ["jaccard", "sentiment"], "p": [0.2, 0.4],
                           "p_holm": [0.41, 0.41], "status": ["not significant", "cannot tell"],

@@ -139,7 +139,7 @@ def test_lexical_screen_card_measures_its_identity_bias_and_warns():
 
 def _identity_only_replies(tmp_path, dimensions):
     """Replies identical across demographics except the identity word."""
-    from biaslens.datasets.community import build_prompts
+    from biaslens.methods.community.dataset import build_prompts
 
     prompts = build_prompts(dimensions=dimensions)
     path = tmp_path / "same.jsonl"
@@ -273,7 +273,7 @@ def test_default_style_head_card_skill_and_masked_gap():
 
 
 def test_cluster_examples_only_above_the_threshold():
-    from biaslens.report.holistic_generation import sample_responses
+    from biaslens.methods.holistic.generation_report import sample_responses
 
     df = pd.DataFrame({"text": ["p1", "p2", "p3"], "response": ["a", "b", "c"],
                        "cluster_Hate": [0.01, 0.02, 0.6], "cluster_Care": [0.3, 0.2, 0.1]})

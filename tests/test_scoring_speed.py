@@ -22,7 +22,7 @@ def _hb_sentences(n: int) -> list[str]:
     """The first n benchmark sentences, or a seeded sample of the built-in HolisticBias table."""
     if HB_2K.exists():
         return [line for line in HB_2K.read_text(encoding="utf-8").splitlines() if line.strip()][:n]
-    from biaslens.datasets.holistic import build_sentences, likelihood_rows, load_holistic_dataset
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 
     rows = likelihood_rows(build_sentences(load_holistic_dataset())).sample(n=n, random_state=0)
     return rows["text"].astype(str).tolist()

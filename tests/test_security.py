@@ -106,7 +106,7 @@ def test_bias_spec_names_cannot_leave_the_data_dir(tmp_path, field, value):
     """A specification's name, minoritized and dominant name folders and files under --data-dir."""
     import yaml
 
-    from biaslens.datasets.redditbias import RedditBiasError, builtin_spec, load_spec
+    from biaslens.methods.redditbias.dataset import RedditBiasError, builtin_spec, load_spec
 
     spec = builtin_spec("religion1").model_dump()
     spec[field] = value
@@ -147,8 +147,8 @@ def test_default_run_folder_stays_under_runs(model):
 
 def test_grid_json_cannot_point_outside_the_grid_folder(tmp_path):
     """grid.json (resumable debias --grid) names point folders whose weights get deleted."""
-    from biaslens.datasets.redditbias import RedditBiasError, builtin_spec
-    from biaslens.mitigation.redditbias import DebiasOptions, run_grid
+    from biaslens.methods.redditbias.dataset import RedditBiasError, builtin_spec
+    from biaslens.methods.redditbias.mitigation import DebiasOptions, run_grid
     from biaslens.mitigation.training import TrainingConfig
 
     victim = tmp_path / "other-model"

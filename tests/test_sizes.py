@@ -31,8 +31,8 @@ def test_run_json_and_report_record_requested_and_actual_size(tmp_path):
 
 def _selected(suite: str, budget: str) -> tuple[int | None, int]:
     """(requested, actual) size of a card method at a budget, from the suite's own selection."""
-    from biaslens.datasets.holistic.prompts import generation_prompts, generation_sample
-    from biaslens.suites.holistic_likelihood import select_sentences
+    from biaslens.methods.holistic.dataset.prompts import generation_prompts, generation_sample
+    from biaslens.methods.holistic.likelihood import select_sentences
 
     method = next(m for m in card_methods() if m.suite == suite)
     cfg = RunConfig.validated(method_config(method, budget, {"model": {"name": "fake"}}, Path("card")), source="t")

@@ -129,7 +129,7 @@ def test_partial_card_json_then_its_error(cli, tmp_path, monkeypatch):
     output, then exits 1 with its one error line on standard error."""
     import dataclasses
 
-    from biaslens.suites.redditbias import RedditBias
+    from biaslens.methods.redditbias.suite import RedditBias
 
     card = RedditBias.card
     monkeypatch.setattr(RedditBias, "card", dataclasses.replace(card, budgets={**card.budgets, "smoke": {

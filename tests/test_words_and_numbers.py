@@ -19,7 +19,7 @@ def _scores(pooled_verdict: str) -> pd.DataFrame:
 
 
 def test_bbq_sentence_says_pooled_when_a_category_is_biased():
-    from biaslens.suites.bbq import bbq_verdict
+    from biaslens.methods.bbq.suite import bbq_verdict
 
     text = bbq_verdict(_scores("not_detected"), "per-token log-probability")
     assert text.startswith("pooled over the categories, no bias detected in ambiguous contexts")
@@ -27,7 +27,7 @@ def test_bbq_sentence_says_pooled_when_a_category_is_biased():
 
 
 def test_bbq_examples_come_from_the_flagged_category():
-    from biaslens.report.bbq import examples
+    from biaslens.methods.bbq.report import examples
 
     amb = pd.DataFrame({"group": ["Age"] * 12 + ["Religion"] * 3, "category": ["Age"] * 12 + ["Religion"] * 3,
                         "x": range(15)})

@@ -4,49 +4,13 @@ that ``biaslens.run(config)`` accepts directly in Python."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 from biaslens.errors import ConfigError  # noqa: F401  (re-exported: the public name)
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import Section, flag
-
-# the built-in suites' options, declared beside each suite (re-exported: imported from here before)
-from biaslens.suites.bbq_options import BbqOptions  # noqa: F401
-from biaslens.suites.bold_options import BoldOptions  # noqa: F401
-from biaslens.suites.community_options import CommunityOptions  # noqa: F401
-from biaslens.suites.fairpair_options import FairPairOptions  # noqa: F401
-from biaslens.suites.holistic_generation_options import GenerationOptions  # noqa: F401
-from biaslens.suites.holistic_likelihood_options import HolisticLikelihoodOptions  # noqa: F401
-from biaslens.suites.redditbias_options import RedditBiasOptions  # noqa: F401
-
-
-class ConfigFile(BaseModel):
-    """A configuration read from YAML, ``-S section.field=value`` and flags. Unknown fields are
-    errors, with the closest field names."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    @classmethod
-    def from_yaml(cls, path: str | Path, **overrides: Any) -> Self:
-        """Read a YAML config (safely: no Python objects), then apply overrides."""
-        from biaslens.fileio import load_yaml
-
-        path = Path(path)
-        data = load_yaml(path, ConfigError) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
-        return cls.validated(deep_merge(data, overrides), source=str(path))
-
-    @classmethod
-    def validated(cls, data: dict, source: str = "config") -> Self:
-        try:
-            return cls.model_validate(data)
-        except ValidationError as e:
-            msgs = [f"{source}: field '{'.'.join(str(p) for p in err['loc'])}': {_error_text(err, cls)}"
-                    for err in e.errors()]
-            raise ConfigError("\n".join(msgs)) from None
+from biaslens.options import ConfigFile, Section, configuration_name, deep_merge, flag, validation_error_text  # noqa: F401  (ConfigFile, deep_merge: re-exported)
 
 
 class ModelConfig(Section):
@@ -199,7 +163,7 @@ def suite_sections() -> dict[str, type[Section]]:
     import importlib
     import importlib.util
 
-    from biaslens.suites.registry import SUITES
+    from biaslens.registry import SUITES
 
     sections: dict[str, type[Section]] = {}
     for target in SUITES.values():
@@ -220,10 +184,17 @@ def suite_sections() -> dict[str, type[Section]]:
 
 
 if TYPE_CHECKING:  # the sections as a type checker sees them (tests/test_options.py keeps this list in step)
+    from biaslens.methods.bbq.options import BbqOptions
+    from biaslens.methods.bold.options import BoldOptions
+    from biaslens.methods.community.options import CommunityOptions
     from biaslens.methods.counterfactual.options import CounterfactualOptions
-    from biaslens.suites.crows_pairs_options import CrowsPairsOptions
-    from biaslens.suites.winobias_options import WinoBiasOptions
-    from biaslens.suites.winogender_options import WinogenderOptions
+    from biaslens.methods.crows_pairs.options import CrowsPairsOptions
+    from biaslens.methods.fairpair.options import FairPairOptions
+    from biaslens.methods.holistic.generation_options import GenerationOptions
+    from biaslens.methods.holistic.likelihood_options import HolisticLikelihoodOptions
+    from biaslens.methods.redditbias.options import RedditBiasOptions
+    from biaslens.methods.winobias.options import WinoBiasOptions
+    from biaslens.methods.winogender.options import WinogenderOptions
 
     class RunConfig(RunConfigBase):
         """Everything a run needs: RunConfigBase plus one section per registered suite's options
@@ -248,39 +219,6 @@ else:
         **{key: (cls, Field(default_factory=cls)) for key, cls in suite_sections().items()})
 
 
-#: pydantic's bound errors in plain words ("must be at least 1")
-_BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt"),
-           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
-
-
-def _error_text(err: Any, root: type[BaseModel]) -> str:
-    """pydantic's message, except for a bound, a missing field or an unknown field: say so (for an
-    unknown field with the closest field names, as -S does)."""
-    if err.get("type") in _BOUNDS:
-        words, key = _BOUNDS[err["type"]]
-        return f"must be {words} {err['ctx'][key]}, got {err['input']!r}"
-    if err.get("type") == "missing":
-        return "is required"
-    if err.get("type") != "extra_forbidden":
-        return err["msg"]
-    import difflib
-
-    *parents, name = [str(p) for p in err["loc"]]
-    model: Any = root
-    for part in parents:  # the section the unknown field sits in
-        field = model.model_fields.get(part) if model is not None else None
-        annotation = field.annotation if field is not None else None
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-    close = difflib.get_close_matches(name, list(model.model_fields), n=3) if model is not None else []
-    where = ".".join(parents) or _what(root)
-    hint = f"; did you mean {', '.join('.'.join([*parents, c]) for c in close)}?" if close else ""
-    return f"{where} has no field {name!r}{hint}"
-
-
-def _what(root: type[BaseModel]) -> str:
-    return "the run configuration" if issubclass(root, RunConfigBase) else f"the {root.__name__} configuration"
-
-
 def dotted_overrides(items: list[str], root: type[BaseModel] | None = None) -> dict:
     """``["fairpair.temperature=0.8", "axes=[age, ability]"]`` -> nested settings; values are
     read as YAML scalars or lists; a key that is no field of ``root`` (default RunConfig) is an
@@ -302,7 +240,7 @@ def dotted_overrides(items: list[str], root: type[BaseModel] | None = None) -> d
                 break
             fields = model.model_fields
             if part not in fields:
-                where = ".".join(parts[:i]) or _what(root or RunConfig)
+                where = ".".join(parts[:i]) or configuration_name(root or RunConfig)
                 close = difflib.get_close_matches(part, list(fields), n=3)
                 hint = f"; did you mean {', '.join('.'.join([*parts[:i], c]) for c in close)}?" if close else ""
                 raise ConfigError(f"-S {key}: {where} has no field {part!r}{hint}")
@@ -321,14 +259,10 @@ def dotted_overrides(items: list[str], root: type[BaseModel] | None = None) -> d
     return out
 
 
-def deep_merge(base: dict, extra: dict) -> dict:
-    """``base`` with ``extra`` laid over it, section by section: nested mappings merge, any other
-    value of ``extra`` replaces ``base``'s. Neither argument is changed.
-
-    >>> deep_merge({"model": {"name": "m", "batch_size": 4}, "seed": 1}, {"model": {"batch_size": 8}})
-    {'model': {'name': 'm', 'batch_size': 8}, 'seed': 1}
-    """
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+def __getattr__(name: str) -> Any:
+    """A suite's options class by its class name (``biaslens.config.BbqOptions`` ...), as this module
+    exported them before the options moved beside each method; found through the registry."""
+    for cls in suite_sections().values():
+        if cls.__name__ == name:
+            return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

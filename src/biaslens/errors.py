@@ -2,6 +2,12 @@
 (datasets, metrics) can raise them without importing the configuration."""
 
 
+class DatasetError(ValueError):
+    """A dataset file is malformed; the message names the file, the entry and the line."""
+
+    kind = "bad_input"
+
+
 class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the field."""
 

@@ -13,9 +13,11 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from biaslens.errors import ConfigError
 
 
 class Section(BaseModel):
@@ -182,4 +184,77 @@ def overrides_from_flags(specs: list[FlagSpec], values: dict[str, Any]) -> dict:
             for part in path[:-1]:
                 node = node.setdefault(part, {})
             node[path[-1]] = s.parse(value)
+    return out
+
+
+class ConfigFile(BaseModel):
+    """A configuration read from YAML, ``-S section.field=value`` and flags. Unknown fields are
+    errors, with the closest field names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> Self:
+        """Read a YAML config (safely: no Python objects), then apply overrides."""
+        from biaslens.fileio import load_yaml
+
+        path = Path(path)
+        data = load_yaml(path, ConfigError) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
+        return cls.validated(deep_merge(data, overrides), source=str(path))
+
+    @classmethod
+    def validated(cls, data: dict, source: str = "config") -> Self:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            msgs = [f"{source}: field '{'.'.join(str(p) for p in err['loc'])}': {validation_error_text(err, cls)}"
+                    for err in e.errors()]
+            raise ConfigError("\n".join(msgs)) from None
+
+
+#: pydantic's bound errors in plain words ("must be at least 1")
+_BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt"),
+           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+
+
+def validation_error_text(err: Any, root: type[BaseModel]) -> str:
+    """pydantic's message, except for a bound, a missing field or an unknown field: say so (for an
+    unknown field with the closest field names, as -S does)."""
+    if err.get("type") in _BOUNDS:
+        words, key = _BOUNDS[err["type"]]
+        return f"must be {words} {err['ctx'][key]}, got {err['input']!r}"
+    if err.get("type") == "missing":
+        return "is required"
+    if err.get("type") != "extra_forbidden":
+        return err["msg"]
+    import difflib
+
+    *parents, name = [str(p) for p in err["loc"]]
+    model: Any = root
+    for part in parents:  # the section the unknown field sits in
+        field = model.model_fields.get(part) if model is not None else None
+        annotation = field.annotation if field is not None else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    close = difflib.get_close_matches(name, list(model.model_fields), n=3) if model is not None else []
+    where = ".".join(parents) or configuration_name(root)
+    hint = f"; did you mean {', '.join('.'.join([*parents, c]) for c in close)}?" if close else ""
+    return f"{where} has no field {name!r}{hint}"
+
+
+def configuration_name(root: type[BaseModel]) -> str:
+    return "the run configuration" if root.__name__.startswith("RunConfig") else f"the {root.__name__} configuration"
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` laid over it, section by section: nested mappings merge, any other
+    value of ``extra`` replaces ``base``'s. Neither argument is changed.
+
+    >>> deep_merge({"model": {"name": "m", "batch_size": 4}, "seed": 1}, {"model": {"batch_size": 8}})
+    {'model': {'name': 'm', 'batch_size': 8}, 'seed': 1}
+    """
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out

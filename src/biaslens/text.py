@@ -65,3 +65,19 @@ def shorten(text: str, limit: int) -> str:
     if len(text) <= limit - 1:
         return text.rstrip() + ELLIPSIS
     return text[:grapheme_cut(text, limit - 1)].rstrip() + ELLIPSIS
+
+
+def match_case(src: str, new: str) -> str:
+    """``new`` written in the case pattern of ``src`` (UPPER, Title or lower), word by word when
+    both have the same number of words ("African Americans" -> "Anglo Americans")."""
+    src_words, new_words = src.split(), new.split()
+    if len(src_words) > 1 and len(src_words) == len(new_words):
+        return " ".join(match_case(a, b) for a, b in zip(src_words, new_words))
+    letters = [c for c in src if c.isalpha()]
+    if letters and all(c.isupper() for c in letters) and len(letters) > 1:
+        return new.upper()
+    if letters and src.lstrip()[:1].isupper():
+        lead = len(new) - len(new.lstrip())
+        return new[:lead] + new[lead:lead + 1].upper() + new[lead + 1:]
+    return new
+

@@ -1,7 +1,7 @@
 """Pronoun gap: is "She is a nurse." likelier than "He is a nurse." across occupations?
 
 The worked example of docs/architecture.md ("Add a suite"): one new file and one
-registry line in biaslens/suites/registry.py give it `biaslens run`, a row on the bias card
+registry line in biaslens/registry.py give it `biaslens run`, a row on the bias card
 (`card`) and a section in `biaslens compare` (`compare`).
 """
 

@@ -60,7 +60,7 @@ def _readable_help(group) -> None:
 
 app = typer.Typer(rich_markup_mode=None, cls=_ReadableHelp,
     name="biaslens",
-    help=f"Measure social bias in language models; methods: {', '.join(__import__('biaslens.suites.registry', fromlist=['x']).SUITES)}.\n\n"
+    help=f"Measure social bias in language models; methods: {', '.join(__import__('biaslens.registry', fromlist=['x']).SUITES)}.\n\n"
          "With no arguments, `biaslens run` scores a stratified sample of HolisticBias on the embedded "
          "model (SmolLM2-135M, offline) and writes a Likelihood Bias report.",
     no_args_is_help=True,
@@ -142,7 +142,7 @@ def _flags_of_other_suites(suite: str, a: dict) -> None:
     naming the suite it belongs to, not a setting quietly ignored."""
     from biaslens.config import ConfigError, suite_sections
     from biaslens.options import overrides_from_flags
-    from biaslens.suites.registry import SUITES
+    from biaslens.registry import SUITES
 
     # a section named after its suite belongs to that suite alone (the shared generation and
     # likelihood sections serve several)
@@ -211,7 +211,7 @@ def dataset_holistic(
     """Write the HolisticBias sentence table."""
     if format == "hf" or (format is None and not out.suffix):
         from biaslens.cli.export import write_dataset
-        from biaslens.datasets.tables import holistic_table
+        from biaslens.cli.tables import holistic_table
 
         if variants:
             fail("--variants: not available with --format hf")
@@ -222,7 +222,7 @@ def dataset_holistic(
 
 def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
     from biaslens.config import ConfigError
-    from biaslens.datasets.holistic import (
+    from biaslens.methods.holistic.dataset import (
         add_variants,
         build_sentence_table,
         build_sentences,

@@ -17,7 +17,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from biaslens.api import RunNotComplete
     from biaslens.config import ConfigError
     from biaslens.datasets.generations import GenerationsFileError
-    from biaslens.datasets.holistic import DatasetError
+    from biaslens.errors import DatasetError
     from biaslens.models.base import ModelError
     from biaslens.paths import NoSpaceLeft
     from biaslens.report.run_folder import RunFolderBusy

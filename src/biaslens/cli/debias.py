@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from biaslens.cli.options import generated_command, load_config
-from biaslens.mitigation.configs import DebiasConfig
+from biaslens.methods.redditbias.options import DebiasConfig
 from biaslens.options import flag_specs
 
 debias_app = typer.Typer(rich_markup_mode=None,
@@ -48,8 +48,8 @@ for _method in ("cda", "lmd", "add", "hd"):
 def _debias(method: str, a: dict) -> None:
     from biaslens.cli.common import console
     from biaslens.config import ConfigError
-    from biaslens.datasets.redditbias import resolve_specs
-    from biaslens.mitigation.redditbias import DebiasOptions, debias, load_debias_data, load_grid, run_grid
+    from biaslens.methods.redditbias.dataset import resolve_specs
+    from biaslens.methods.redditbias.mitigation import DebiasOptions, debias, load_debias_data, load_grid, run_grid
     from biaslens.mitigation.training import TrainingConfig
 
     c = load_config(DebiasConfig, DEBIAS_FLAGS, a)

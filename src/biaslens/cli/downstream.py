@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from biaslens.cli.options import generated_command, load_config
-from biaslens.mitigation.configs import DownstreamConfig
+from biaslens.methods.redditbias.options import DownstreamConfig
 from biaslens.options import flag_specs
 
 downstream_app = typer.Typer(rich_markup_mode=None, help="Dialog tasks on your data (RedditBias paper 3.2): state tracking and response "
@@ -45,7 +45,7 @@ downstream_app.command("generation")(_command(
 
 def _run(task: str, values: dict) -> None:
     from biaslens.cli.output import results_console
-    from biaslens.mitigation.downstream import DownstreamDataError, run_dst, run_generation
+    from biaslens.methods.redditbias.downstream import DownstreamDataError, run_dst, run_generation
     from biaslens.models import model_folder
 
     c = load_config(DownstreamConfig, DOWNSTREAM_FLAGS, values)

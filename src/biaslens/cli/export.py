@@ -36,7 +36,7 @@ def export_lm_eval(
 def _export_lm_eval(**a):
     from biaslens.config import ConfigError, RunConfig
     from biaslens.environment import default_console
-    from biaslens.suites.holistic_likelihood import export_lm_eval
+    from biaslens.methods.holistic.likelihood import export_lm_eval
 
     if a["suite"] not in ("holistic-likelihood", "redditbias"):
         raise ConfigError(f"--suite {a['suite']}: holistic-likelihood and redditbias export to lm-eval (a "
@@ -62,7 +62,7 @@ def _export_lm_eval(**a):
         overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
     config = RunConfig.validated(overrides, source="flags")
     if a["suite"] == "redditbias":
-        from biaslens.suites.redditbias import export_lm_eval as export_redditbias
+        from biaslens.methods.redditbias.suite import export_lm_eval as export_redditbias
 
         info = export_redditbias(config, a["out"])
     else:
@@ -81,8 +81,8 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
     """Write one of biaslens's dataset tables as Parquet, CSV or the Hugging Face format."""
     import biaslens
     from biaslens.config import ConfigError
-    from biaslens.datasets.holistic import write_table
     from biaslens.environment import default_console
+    from biaslens.methods.holistic.dataset import write_table
 
     lower = out.name.lower()
     fmt = fmt or ("csv" if lower.endswith((".csv", ".csv.gz")) else "parquet" if lower.endswith((".parquet", ".pq"))
@@ -120,7 +120,7 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
     ):
         """Write the RedditBias phrase pairs built from the bias specifications."""
         from biaslens.cli.common import guard
-        from biaslens.datasets.tables import redditbias_table
+        from biaslens.cli.tables import redditbias_table
 
         types = [s.strip() for s in bias_types.split(",") if s.strip()] if bias_types else None
         guard(write_dataset, "redditbias", lambda: redditbias_table(types, max_pairs=max_pairs, seed=seed), out, format)
@@ -132,7 +132,7 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
     ):
         """Write the FairPair Common Sents prompt pairs (the paper's 60 occupations)."""
         from biaslens.cli.common import guard
-        from biaslens.datasets.tables import fairpair_table
+        from biaslens.cli.tables import fairpair_table
 
         guard(write_dataset, "fairpair", fairpair_table, out, format)
 
@@ -143,7 +143,7 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
     ):
         """Write the community-bias prompts (the paper's templates x demographics)."""
         from biaslens.cli.common import guard
-        from biaslens.datasets.tables import community_table
+        from biaslens.cli.tables import community_table
 
         guard(write_dataset, "community", community_table, out, format)
 
@@ -152,15 +152,15 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
 #: (what it writes, the reader))
 SHIPPED_TABLES = {
     "bbq": ("the BBQ items of the shipped categories (context, question, three answers, label)",
-            "biaslens.datasets.bbq:load_items"),
+            "biaslens.methods.bbq.dataset:load_items"),
     "bold": ("the BOLD prompts of every domain (domain, group, Wikipedia page, prompt)",
-             "biaslens.datasets.bold:load_prompts"),
+             "biaslens.methods.bold.dataset:load_prompts"),
     "crows-pairs": ("the 1,508 CrowS-Pairs sentence pairs (more and less stereotyping sentence, bias type)",
-                    "biaslens.datasets.crows_pairs:read_crows_pairs"),
+                    "biaslens.methods.crows_pairs.dataset:read_crows_pairs"),
     "winogender": ("the 720 Winogender sentences (occupation, participant, pronoun form, template)",
-                   "biaslens.datasets.winogender:read_winogender"),
+                   "biaslens.methods.winogender.dataset:read_winogender"),
     "winobias": ("the 1,584 WinoBias twins (pro- and anti-stereotypical sentence, type, split)",
-                 "biaslens.datasets.winobias:read_winobias"),
+                 "biaslens.methods.winobias.dataset:read_winobias"),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from biaslens.cli.options import generated_command, load_config
-from biaslens.mitigation.configs import FinetuneCommunityConfig
+from biaslens.methods.community.options import FinetuneCommunityConfig
 from biaslens.options import flag_specs
 
 finetune_app = typer.Typer(rich_markup_mode=None, help="Fine-tune models (community models for `biaslens run community`).",
@@ -29,8 +29,8 @@ finetune_app.command("community")(generated_command(finetune_community_cmd, [], 
 
 def _finetune_community(values: dict) -> None:
     from biaslens.cli.common import console
-    from biaslens.datasets.community import Columns
-    from biaslens.mitigation.community import finetune_community
+    from biaslens.methods.community.dataset import Columns
+    from biaslens.methods.community.mitigation import finetune_community
     from biaslens.mitigation.training import TrainingConfig
 
     a = load_config(FinetuneCommunityConfig, FINETUNE_FLAGS, values).model_dump()

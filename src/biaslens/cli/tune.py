@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from biaslens.cli.options import generated_command, load_config
-from biaslens.mitigation.configs import StyleEqualityConfig
+from biaslens.methods.holistic.generation_options import StyleEqualityConfig
 from biaslens.options import flag_specs
 
 tune_app = typer.Typer(rich_markup_mode=None, help="Bias-reduction tuning (HolisticBias style equality).", no_args_is_help=True)
@@ -29,7 +29,7 @@ tune_app.command("style-equality")(generated_command(style_equality_cmd, [], STY
 
 def _style_equality(values: dict) -> None:
     from biaslens.cli.common import console
-    from biaslens.mitigation.style_equality import tune_style_equality
+    from biaslens.methods.holistic.style_equality import tune_style_equality
     from biaslens.mitigation.training import TrainingConfig
 
     a = load_config(StyleEqualityConfig, STYLE_EQUALITY_FLAGS, values).model_dump()

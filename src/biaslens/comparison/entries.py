@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from biaslens.config import ConfigError
+from biaslens.errors import ConfigError
 
 
 @dataclass

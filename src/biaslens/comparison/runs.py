@@ -34,7 +34,7 @@ from biaslens.comparison.entries import (
     load_entry,
     run_differences,
 )
-from biaslens.config import ConfigError
+from biaslens.errors import ConfigError
 from biaslens.report import compare as report
 from biaslens.report.html import Section
 from biaslens.report.run_folder import write_json

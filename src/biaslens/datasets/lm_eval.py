@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.datasets.holistic.schema import DatasetError
+from biaslens.errors import DatasetError
 
 TASK_NAME = "biaslens_holistic_likelihood"
 #: the columns of a sentence each document carries (plus ``row``, ``selection``, ``n_rows``)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from biaslens.metrics.likelihood_bias import wilson_interval
+from biaslens.metrics.proportions import wilson_interval
 from biaslens.metrics.resampling import keyed_rng, percentile_interval
 
 N_BOOT = 2000

@@ -21,6 +21,8 @@ suites run (clustered, heavy-tailed and skewed differences).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,8 +30,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from biaslens.metrics.likelihood_bias import wilson_interval
 from biaslens.metrics.multiple_testing import holm
+from biaslens.metrics.proportions import wilson_interval
 
 __all__ = ["MEANINGFUL_D", "MEANINGFUL_SHARE", "POWER", "by_group", "holm_levels", "mean_difference",
            "occupation_variance", "share_preferred", "sign_test", "verdict"]
@@ -291,3 +293,21 @@ def by_group(diffs: ArrayLike, groups: ArrayLike, clusters: ArrayLike | None = N
     cols = ["group", "n", "n_units", "ties", "share", "ci_low", "ci_high", "level", "p", "p_holm", "sign_p",
             "mean_diff", "mean_ci_low", "mean_ci_high", "detectable", "verdict"]
     return table[cols]
+
+
+def shared_positions(ids_a: Sequence[int], ids_b: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Positions of the tokens two token-id sequences share: the ``equal`` blocks of
+    ``difflib.SequenceMatcher`` over the ids, in order (the authors' ``get_span``).
+
+    >>> shared_positions([101, 7, 8, 9, 102], [101, 7, 5, 6, 9, 102])
+    ([0, 1, 3, 4], [0, 1, 4, 5])
+    """
+    matcher = difflib.SequenceMatcher(None, [str(x) for x in ids_a], [str(x) for x in ids_b])
+    a: list[int] = []
+    b: list[int] = []
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op == "equal":
+            a += range(a0, a1)
+            b += range(b0, b1)
+    return a, b
+

@@ -436,3 +436,16 @@ def _last_checkpoint(ckpt_dir: Path) -> Path | None:
         if isinstance(state, dict) and state.get("global_step") == step:
             return path
     return None
+
+
+def resolve_model_path(model: str) -> str:
+    """A model name as ``train_causal_lm`` wants it: the embedded model's folder for
+    ``smollm2-135m``, otherwise unchanged (a folder or Hub id)."""
+    from biaslens.models import model_folder
+
+    if model in ("fake", "fake-unbiased"):
+        from biaslens.errors import ConfigError
+
+        raise ConfigError("the fake backend cannot be fine-tuned; pass a Hugging Face causal LM folder or id")
+    return model_folder(model)
+

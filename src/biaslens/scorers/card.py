@@ -77,7 +77,7 @@ def binary_accuracy(prob: np.ndarray, truth: np.ndarray, threshold: float = 0.5)
     >>> r["accuracy"], r["precision"], r["recall"], r["false_positive_rate"]
     (0.75, 0.5, 1.0, 0.3333333333333333)
     """
-    from biaslens.metrics import wilson_interval
+    from biaslens.metrics.proportions import wilson_interval
 
     pred = np.asarray(prob) >= threshold
     truth = np.asarray(truth).astype(bool)
@@ -98,7 +98,7 @@ def cluster_accuracy(predicted: list[str], truth: list[str], clusters: list[str]
     >>> r["accuracy"], r["per_cluster"]["Care"]["precision"], r["per_cluster"]["Other"]["recall"]
     (0.6666666666666666, 0.5, 0.5)
     """
-    from biaslens.metrics import wilson_interval
+    from biaslens.metrics.proportions import wilson_interval
 
     p, t = np.asarray(predicted), np.asarray(truth)
     correct = int((p == t).sum())

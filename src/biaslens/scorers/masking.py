@@ -88,7 +88,7 @@ def _key(surface: str) -> str:
 
 def _last_word_forms(term: str) -> dict[str, str]:
     """Rule-generated forms of an adjective's last word -> role (see the module docstring)."""
-    from biaslens.datasets.holistic.pluralize import pluralize_noun
+    from biaslens.vocabulary.pluralize import pluralize_noun
 
     head, _, last = term.rpartition(" ")
     pre = head + " " if head else ""
@@ -115,7 +115,7 @@ def _last_word_forms(term: str) -> dict[str, str]:
 
 def _variants(term: str, role: str) -> dict[str, str]:
     """``term`` and its rule-generated forms -> role."""
-    from biaslens.datasets.holistic.pluralize import pluralize_after_noun_phrase, pluralize_noun
+    from biaslens.vocabulary.pluralize import pluralize_after_noun_phrase, pluralize_noun
 
     term = re.sub(rf"[\s{_SEPARATORS}]+", " ", term.strip())
     out = {term: role}
@@ -132,71 +132,32 @@ def _variants(term: str, role: str) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
+def _lexicon() -> dict:
+    """The masker's term lists, frozen in ``data/masker_terms.json`` (written by
+    ``scripts/masker_terms.py`` from the HolisticBias descriptors, the RedditBias target terms and the
+    community keywords; a test checks the file still equals what those lists give): the toxicity
+    head was trained on text masked with exactly these terms, so they change only with MASKER_VERSION."""
+    import json
+    from importlib import resources
+
+    text = (resources.files("biaslens.scorers") / "data" / "masker_terms.json").read_text(encoding="utf-8")
+    data: dict = json.loads(text)
+    return data
+
+
 def _source_terms() -> tuple[tuple[str, str], ...]:
     """(term, role) from the package's term lists, nouns and pronouns before adjectives."""
-    from biaslens.datasets.community.prompts import load_keywords
-    from biaslens.datasets.holistic.schema import load_holistic_dataset
-    from biaslens.datasets.redditbias.specs import builtin_specs
-
-    hb = load_holistic_dataset()
-    terms: list[tuple[str, str]] = []
-    for pairs in hb.nouns.values():
-        for singular, plural in pairs:
-            terms += [(singular, "noun"), (plural, "noun_plural")]
-    kws = load_keywords()
-    nouns = {t.lower() for t, _ in terms}
-    community_role = {"subject_pronoun": "subject_pronoun", "object_pronoun": "object_pronoun",
-                      "adjective": "adjective", "abstract": "abstract"}
-    for k in kws:
-        if k.form in community_role:
-            terms.append((k.keyword, community_role[k.form]))
-            terms += [(f, k.form) for f in _PRONOUN_FORMS.get(k.keyword.lower(), ()) if k.form.endswith("pronoun")]
-        elif k.form == "singular":
-            terms.append((k.keyword, "noun" if k.keyword.lower() in nouns else "adjective_noun"))
-        else:  # plural: "women" is a noun, "Black people" / "Asians" an identity's plural
-            terms.append((k.keyword, "noun_plural" if k.keyword.lower() in nouns else "adjective_plural"))
-    pronouns = {k.keyword.lower(): k.form for k in kws if k.form.endswith("pronoun")}
-    for name, spec in builtin_specs().items():
-        for pair in spec.target_pairs:
-            for t in pair:
-                t = t.strip()
-                if t.lower() in pronouns:
-                    terms.append((t, pronouns[t.lower()]))
-                    continue
-                # RedditBias lists some groups by their plural ("arabs", "negroes"): the singular too
-                if t.endswith("s") and not t.endswith("ss"):
-                    terms.append((t, "adjective_plural"))
-                    terms.append((t[:-2] if t.endswith("oes") else t[:-1], "adjective"))
-                else:
-                    terms.append((t, "noun" if name == "gender" else "adjective"))
-    for buckets in hb.descriptors.values():
-        for entries in buckets.values():
-            terms += [(e["descriptor"], "adjective") for e in entries]
-    for entries in hb.standalone_noun_phrases.values():
-        for e in entries:
-            for field, role in (("noun_phrase", "after"), ("plural_noun_phrase", "after_plural")):
-                if e.get(field):
-                    terms.append((e[field].replace("{article}", "").replace("{noun}", "").strip(), role))
-    return tuple(terms)
+    return tuple((term, role) for term, role in _lexicon()["terms"])
 
 
-@functools.lru_cache(maxsize=1)
 def _group_heads() -> tuple[str, ...]:
     """Nouns that head a group mention after an identity word in the RedditBias target phrases
     ("jewish folks are", "black population is": folks, population, community, family, culture, ...),
     lowercase, as listed. The masker merges those not in the lexicon, singular or plural, into a
     mention that precedes them ("Black folks" = "Black people" = "Blacks"), never masks them alone
     ("hey folks")."""
-    from biaslens.datasets.redditbias.specs import builtin_specs
+    return tuple(_lexicon()["group_heads"])
 
-    heads: set[str] = set()
-    for spec in builtin_specs().values():
-        targets = {t.strip().lower() for pair in spec.target_pairs for t in pair}
-        for phrase in list(spec.T1) + list(spec.T2):
-            words = phrase.lower().split()
-            if len(words) >= 3 and words[0] in targets:  # identity, head noun, verb
-                heads.add(words[1])
-    return tuple(sorted(heads))
 
 
 def _trie_regex(surfaces: Iterable[str]) -> str:
@@ -251,7 +212,7 @@ class IdentityMasker:
         # "Jewish-American" -> "left-handed-left-handed" -> "left-handed", as "Jewish American"
         self._repeats = re.compile(rf"{p}(?:(?:\s+(?:who\s+(?:is|are)\s+|who['\u2019]s\s+)?|[{_SEPARATORS}]){p})+",
                                    re.IGNORECASE)
-        from biaslens.datasets.holistic.pluralize import pluralize_noun
+        from biaslens.vocabulary.pluralize import pluralize_noun
 
         heads = sorted({f for h in _group_heads() if _key(h) not in self.replacement
                         for f in (h, h[:-1] if h.endswith("s") and not h.endswith("ss") else pluralize_noun(h))})
@@ -353,7 +314,7 @@ def descriptor_forms(descriptor: str | None) -> tuple[str, ...]:
     >>> descriptor_forms("gay")
     ('gay',)
     """
-    from biaslens.datasets.holistic.pluralize import pluralize_after_noun_phrase
+    from biaslens.vocabulary.pluralize import pluralize_after_noun_phrase
 
     if not descriptor or not descriptor.strip():
         return ()

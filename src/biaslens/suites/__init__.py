@@ -4,7 +4,7 @@
 Registered lazily by name ("module:Class") so that importing biaslens stays fast and a
 suite's dependencies load only when it runs. :data:`SUITES` is the only per-suite registry:
 ``biaslens run``, the bias card (``Suite.card``) and ``biaslens compare`` (``Suite.compare``)
-all read it. It lives in :mod:`biaslens.suites.registry` (which imports nothing): adding a suite
+all read it. It lives in :mod:`biaslens.registry` (which imports nothing): adding a suite
 is one line there; its order is the card's order.
 """
 
@@ -14,7 +14,7 @@ import difflib
 import importlib
 from typing import TYPE_CHECKING
 
-from biaslens.suites.registry import PLANNED, SUITES
+from biaslens.registry import PLANNED, SUITES
 
 if TYPE_CHECKING:
     from biaslens.suites.base import Suite

@@ -9,7 +9,7 @@
 - masked LMs: CrowS-Pairs' pseudo-log-likelihood of the tokens the two sentences share
   (Nangia et al. 2020): each shared token masked in turn, its log-probability summed. The
   backend already scores every token with only that token masked (``HFMaskedBackend``); this
-  keeps the shared ones (:func:`biaslens.metrics.crows_pairs.shared_positions` over the
+  keeps the shared ones (:func:`biaslens.methods.crows_pairs.metrics.shared_positions` over the
   tokenizer's ids, special tokens left out).
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from biaslens.errors import ConfigError
-from biaslens.metrics.crows_pairs import shared_positions
+from biaslens.metrics.pair_preference import shared_positions
 
 if TYPE_CHECKING:
     from biaslens.models.base import TokenScores

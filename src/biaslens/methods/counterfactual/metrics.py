@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from biaslens.metrics.fairpair import JaccardDissimilarity, fairpair_scores, prompt_level_test
+from biaslens.metrics.continuation_pairs import JaccardDissimilarity, fairpair_scores, prompt_level_test
 from biaslens.metrics.multiple_testing import holm
 from biaslens.metrics.sign_test import holm_levels
 

@@ -26,7 +26,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from biaslens.datasets.fairpair.perturb import (
+from biaslens.errors import ConfigError
+from biaslens.fileio import parse_yaml
+from biaslens.text import match_case
+from biaslens.vocabulary.articles import sound_article
+from biaslens.vocabulary.perturb import (
     OTHER_PERSON_WORDS,
     PLURAL_PERSON_WORDS,
     NamePair,
@@ -34,10 +38,6 @@ from biaslens.datasets.fairpair.perturb import (
     RulePerturber,
     token_set,
 )
-from biaslens.datasets.holistic.articles import sound_article
-from biaslens.datasets.redditbias.terms import match_case
-from biaslens.errors import ConfigError
-from biaslens.fileio import parse_yaml
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,8 +74,8 @@ _WORD = re.compile(r"[^\W_][\w'\u2019-]*")
 def person_nouns() -> frozenset[str]:
     """Words that name a person (singular and plural): HolisticBias's nouns, FairPair's person words
     and the Common Sents occupations, role nouns."""
-    from biaslens.datasets.fairpair.commonsents import occupations
-    from biaslens.datasets.holistic import load_holistic_dataset
+    from biaslens.vocabulary.commonsents import occupations
+    from biaslens.vocabulary.schema import load_holistic_dataset
 
     words = set(OTHER_PERSON_WORDS) | set(PLURAL_PERSON_WORDS) | set(ROLE_NOUNS)
     for pairs in load_holistic_dataset().nouns.values():
@@ -89,7 +89,7 @@ def person_nouns() -> frozenset[str]:
 @cache
 def descriptors(axis: str) -> tuple[str, ...]:
     """Every HolisticBias descriptor of ``axis`` (its default groups first), as written there."""
-    from biaslens.datasets.holistic import load_holistic_dataset
+    from biaslens.vocabulary.schema import load_holistic_dataset
 
     out = list(DEFAULT_GROUPS.get(axis, ()))
     for entries in load_holistic_dataset().descriptors.get(DESCRIPTOR_AXES[axis], {}).values():

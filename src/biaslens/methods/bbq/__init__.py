@@ -1,0 +1,1 @@
+"""bbq: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""bold: see docs/architecture.md."""

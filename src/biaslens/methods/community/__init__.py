@@ -1,0 +1,1 @@
+"""community: see docs/architecture.md."""

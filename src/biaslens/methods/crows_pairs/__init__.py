@@ -1,0 +1,1 @@
+"""crows_pairs: see docs/architecture.md."""

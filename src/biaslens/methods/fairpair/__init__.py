@@ -1,0 +1,1 @@
+"""fairpair: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""holistic: see docs/architecture.md."""

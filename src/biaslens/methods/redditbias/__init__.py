@@ -1,0 +1,1 @@
+"""redditbias: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""winobias: see docs/architecture.md."""

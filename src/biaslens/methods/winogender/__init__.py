@@ -1,0 +1,1 @@
+"""winogender: see docs/architecture.md."""

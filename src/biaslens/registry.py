@@ -1,0 +1,23 @@
+"""The suite registry: one line per suite, ``name -> "module:Class"`` (imported lazily).
+
+It imports nothing, so that :mod:`biaslens.config` can compose the run configuration from the
+suites' options modules without importing any suite code (no import circle).
+"""
+
+SUITES: dict[str, str] = {
+    "holistic-likelihood": "biaslens.methods.holistic.likelihood:HolisticLikelihood",
+    "redditbias": "biaslens.methods.redditbias.suite:RedditBias",
+    "holistic-generation": "biaslens.methods.holistic.generation:HolisticGeneration",
+    "fairpair": "biaslens.methods.fairpair.suite:FairPair",
+    "holistic-offensiveness": "biaslens.methods.holistic.offensiveness:HolisticOffensiveness",
+    "community": "biaslens.methods.community.suite:Community",
+    "bbq": "biaslens.methods.bbq.suite:Bbq",
+    "bold": "biaslens.methods.bold.suite:Bold",
+    "crows-pairs": "biaslens.methods.crows_pairs.suite:CrowsPairs",
+    "winogender": "biaslens.methods.winogender.suite:Winogender",
+    "winobias": "biaslens.methods.winobias.suite:WinoBias",
+    "counterfactual": "biaslens.methods.counterfactual.suite:Counterfactual",
+}
+
+#: suites that later issues add; named here so a user gets a clear message
+PLANNED: tuple[str, ...] = ()
