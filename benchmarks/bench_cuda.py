@@ -223,8 +223,8 @@ def main() -> None:
     import torch
     import transformers
 
-    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
     from biaslens.engine.scoring import ScoringStats, score_texts
+    from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
     from biaslens.models import load_model
     from biaslens.models.base import GenerationParams, GenerationRequest
 

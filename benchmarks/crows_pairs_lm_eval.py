@@ -62,8 +62,8 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
 
     import biaslens
-    from biaslens.methods.crows_pairs.dataset import BUILTIN_FILE
     from biaslens.machine import machine_facts
+    from biaslens.methods.crows_pairs.dataset import BUILTIN_FILE
     from biaslens.models.embedded import embedded_model_dir
 
     work = args.work or Path(tempfile.mkdtemp(prefix="crows-lm-eval-"))

@@ -24,8 +24,8 @@ OUT = Path(__file__).resolve().parents[1] / "src" / "biaslens" / "scorers" / "da
 def source_terms() -> tuple[tuple[str, str], ...]:
     """(term, role) from the package's term lists, nouns and pronouns before adjectives."""
     from biaslens.methods.community.dataset.prompts import load_keywords
-    from biaslens.vocabulary.schema import load_holistic_dataset
     from biaslens.methods.redditbias.dataset.specs import builtin_specs
+    from biaslens.vocabulary.schema import load_holistic_dataset
 
     hb = load_holistic_dataset()
     terms: list[tuple[str, str]] = []

@@ -1,5 +1,6 @@
-"""The "Add a suite" guide holds: a new suite is one new file plus one registry line, and
-the runner gives it the run folder, cache, metrics.json, report and re-rendering."""
+"""The "Add a method" guide holds: a new method is one folder (declaration, options, metric,
+report) plus one registry line, and the platform gives it the run folder, cache, metrics.json,
+report and re-rendering, a card row, a compare section and a leaderboard column."""
 
 import json
 import re
@@ -11,7 +12,8 @@ import biaslens
 from biaslens.config import ConfigError
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
-EXAMPLE = Path(__file__).resolve().parent / "examples" / "pronoun_gap.py"
+EXAMPLE = Path(__file__).resolve().parent / "examples" / "pronoun_gap"
+LINE = "examples.pronoun_gap.suite:PronounGap"
 
 
 @pytest.fixture
@@ -19,14 +21,17 @@ def registered(monkeypatch):
     from biaslens import suites
 
     # the guide's one registry line
-    monkeypatch.setitem(suites.SUITES, "pronoun-gap", "examples.pronoun_gap:PronounGap")
+    monkeypatch.setitem(suites.SUITES, "pronoun-gap", LINE)
 
 
 def test_the_guide_shows_the_example_file_verbatim():
     guide = GUIDE.read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)
-    assert EXAMPLE.read_text(encoding="utf-8") in blocks, "docs/architecture.md must embed tests/examples/pronoun_gap.py"
-    assert '"pronoun-gap": "examples.pronoun_gap:PronounGap"' in guide
+    files = sorted(EXAMPLE.glob("*.py"))
+    assert [f.name for f in files] == ["__init__.py", "metrics.py", "options.py", "report.py", "suite.py"]
+    for f in files:
+        assert f.read_text(encoding="utf-8") in blocks, f"docs/architecture.md must embed tests/examples/pronoun_gap/{f.name}"
+    assert f'"pronoun-gap": "{LINE}",' in guide
 
 
 def test_new_suite_runs_writes_and_rerenders(registered, tmp_path):
@@ -90,12 +95,20 @@ def test_it_gets_a_card_row_and_a_compare_section_from_the_registry_line(registe
     assert f"pronoun gap a: {gap['a']:+.3f}" in r.output
     assert "Pronoun gap per model" in (tmp_path / "cmp" / "report.html").read_text()
 
+    from biaslens.card_leaderboard import leaderboard
+
+    board = leaderboard(cards, out=tmp_path / "board", labels=["a", "b"])
+    (method,) = [m for m in board["methods"] if m["suite"] == "pronoun-gap"]
+    assert method["n_compared"] == 2 and method["n_distinguishable"] == 0, method  # the same model twice
+    assert [c["model"] for c in method["cells"]] == ["a", "b"] and method["headline"] == "mean_log_ppl_gap"
+    assert "Pronoun gap (perplexity)" in (tmp_path / "board" / "leaderboard.html").read_text()
+
 
 def test_a_suite_without_card_or_compare_is_not_on_the_card(monkeypatch):
     from biaslens import suites
     from biaslens.bias_card import card_methods
 
-    monkeypatch.setitem(suites.SUITES, "pronoun-gap", "examples.pronoun_gap:PronounGap")
+    monkeypatch.setitem(suites.SUITES, "pronoun-gap", LINE)
     monkeypatch.setattr(suites.suite_class("pronoun-gap"), "card", None)
     assert "pronoun-gap" not in [m.suite for m in card_methods()]
     assert [m.suite for m in card_methods()] == ["holistic-likelihood", "redditbias", "holistic-generation",

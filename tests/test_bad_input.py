@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biaslens.config import ConfigError, RunConfig
+from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
 from biaslens.methods.community.dataset.prompts import (
     Keyword,
     Template,
@@ -39,12 +40,11 @@ from biaslens.methods.community.dataset.prompts import (
     load_templates,
 )
 from biaslens.methods.community.dataset.readers import CommunityDataError, read_community
-from biaslens.vocabulary.perturb import PerturbationMap, RulePerturber
-from biaslens.datasets.generations import GenerationsFileError, read_generations_jsonl
-from biaslens.vocabulary.schema import BUILTIN_DIR, DatasetError, load_holistic_dataset
 from biaslens.methods.redditbias.dataset.readers import read_annotated, read_paired
 from biaslens.methods.redditbias.dataset.specs import RedditBiasError, load_spec
 from biaslens.scorers.styles import StyleInventoryError, load_clusters_file, load_style_inventory
+from biaslens.vocabulary.perturb import PerturbationMap, RulePerturber
+from biaslens.vocabulary.schema import BUILTIN_DIR, DatasetError, load_holistic_dataset
 
 #: cases tried per format (every example hypothesis runs, shrinking included)
 COUNTS: collections.Counter[str] = collections.Counter()

@@ -47,8 +47,8 @@ def test_sections_are_pluggable(tmp_path, monkeypatch):
     run = tmp_path / "gen"
     run.mkdir()
     (run / "metrics.json").write_text(json.dumps({"suite": "holistic-generation", "model": "m", "fgb": 0.2}))
-    from biaslens.suites.base import SuiteComparison
     from biaslens.methods.holistic.generation import HolisticGeneration
+    from biaslens.suites.base import SuiteComparison
 
     monkeypatch.setattr(HolisticGeneration, "compare", SuiteComparison(
         lambda es: ([Section("Generation bias")], {e.label: e.metrics["holistic-generation"]["fgb"]

@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 from biaslens.bias_card import card_methods, compare_cards
 from biaslens.cli import app
 from biaslens.comparison.change import gate, outcome
-from biaslens.gate import compare_gate
 from biaslens.comparison.runs import compare_runs
 from biaslens.config import ConfigError
+from biaslens.gate import compare_gate
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "card.md"
 

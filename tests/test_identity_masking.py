@@ -23,8 +23,8 @@ def _masked_out(text: str, term: str) -> bool:
 
 def _source_terms():
     from biaslens.methods.community.dataset.prompts import load_keywords
-    from biaslens.vocabulary.schema import load_holistic_dataset
     from biaslens.methods.redditbias.dataset.specs import builtin_specs
+    from biaslens.vocabulary.schema import load_holistic_dataset
 
     hb = load_holistic_dataset()
     descriptors = [e["descriptor"] for b in hb.descriptors.values() for es in b.values() for e in es]

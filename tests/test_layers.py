@@ -149,3 +149,43 @@ def test_the_cycle_check_finds_a_cycle(tmp_path, monkeypatch):
     assert cycle[0] in ("circular_pkg.a -> circular_pkg.b -> circular_pkg.a",
                         "circular_pkg.b -> circular_pkg.a -> circular_pkg.b")
     sys.modules.pop("circular_pkg", None)
+
+
+def _folder(module: str) -> str:
+    """A module's node in the folder graph: the top-level module or package of biaslens, each method
+    its own node (``biaslens.methods.bbq.metrics`` -> ``methods.bbq``)."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "methods":
+        return "methods." + parts[2]
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def folder_graph() -> dict[str, set[str]]:
+    import grimp
+
+    graph = grimp.build_graph("biaslens", cache_dir=None, exclude_type_checking_imports=True)
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            a, b = _folder(module), _folder(imported)
+            if a != b and "biaslens" not in (a, b):
+                edges.setdefault(a, set()).add(b)
+    return edges
+
+
+def test_folders_form_layers():
+    """Each folder imports only folders below it (no import runs up a layer, at module or function
+    level), the platform imports no method and no method another: a topological order exists."""
+    import graphlib
+
+    edges = folder_graph()
+    assert "methods.bbq" in edges and "engine" in edges, "the graph must see the package"
+    order = list(graphlib.TopologicalSorter(edges).static_order())  # raises CycleError on an upward import
+    assert len(order) >= 30
+    methods = {n for n in order if n.startswith("methods.")}
+    assert len(methods) == 10
+    for a, targets in edges.items():
+        if a == "cli":  # the CLI's training commands call a method's mitigation
+            continue
+        crossing = {b for b in targets if b in methods}
+        assert not crossing or (a in methods and not crossing - {a}), f"{a} imports {sorted(crossing)}"

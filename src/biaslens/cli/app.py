@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from biaslens.cli.check_backend import check_backend_command
-from biaslens.cli.common import console, fail, guard
+from biaslens.cli.common import CACHE_DIR, TABLE_FORMAT, TABLE_OUT, console, fail, guard
 from biaslens.cli.compare import compare as compare_command
 from biaslens.cli.debias import debias_app
 from biaslens.cli.downstream import downstream_app
@@ -200,8 +200,8 @@ def _report(run_dir: Path):
 
 @dataset_app.command("holistic")
 def dataset_holistic(
-    out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet, or a folder with --format hf."),
-    format: Optional[str] = typer.Option(None, "--format", help="parquet, csv or hf (Hugging Face `datasets` folder with a dataset card) [default from --out]."),
+    out: Path = TABLE_OUT,
+    format: Optional[str] = TABLE_FORMAT,
     dataset_dir: Optional[Path] = typer.Option(None, help="Folder in the official HolisticBias format (default: built-in v1.0)."),
     extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own JSON files, merged in (repeatable)."),
     variants: bool = typer.Option(False, "--variants", help="Apply the paper's four stylistic variations (seeded)."),
@@ -246,7 +246,7 @@ def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
 
 
 @cache_app.command("info")
-def cache_info(cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default ~/.cache/biaslens).")):
+def cache_info(cache_dir: Optional[Path] = CACHE_DIR):
     """Where the cache is and how many calls it holds."""
     from biaslens.engine.cache import CallCache
     from biaslens.paths import cache_dir as default_cache
@@ -260,7 +260,7 @@ def cache_info(cache_dir: Optional[Path] = typer.Option(None, help="Cache folder
 
 
 @cache_app.command("check")
-def cache_check(cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default ~/.cache/biaslens).")):
+def cache_check(cache_dir: Optional[Path] = CACHE_DIR):
     """Run SQLite's integrity check on the cache (read-only); exit 1 if it is damaged."""
     guard(_cache_check, cache_dir)
 
@@ -283,7 +283,7 @@ def _cache_check(cache_dir: Optional[Path]) -> None:
 
 
 @cache_app.command("clear")
-def cache_clear(cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default ~/.cache/biaslens).")):
+def cache_clear(cache_dir: Optional[Path] = CACHE_DIR):
     """Delete every cached call."""
     from biaslens.engine.cache import CallCache
     from biaslens.paths import cache_dir as default_cache

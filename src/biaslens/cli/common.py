@@ -12,6 +12,16 @@ from biaslens.environment import default_console
 
 console = default_console()
 
+# options several commands share: declared once (typer reads them, never changes them)
+_TABLE_FORMAT_HELP = ("parquet, csv or hf (a Hugging Face `datasets` folder: save_to_disk, typed features, dataset card) "
+                     "[default from --out's extension, hf for a folder name].")
+#: --out of a table-writing command
+TABLE_OUT = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf).")
+#: --format of a table-writing command
+TABLE_FORMAT = typer.Option(None, "--format", help=_TABLE_FORMAT_HELP)
+#: --cache-dir of the cache commands
+CACHE_DIR = typer.Option(None, help="Cache folder (default ~/.cache/biaslens).")
+
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from biaslens.api import RunNotComplete

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
+
 export_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
                          help="Export a suite's items for another evaluation tool.")
 
@@ -74,7 +76,6 @@ def _export_lm_eval(**a):
                             f"(see {a['out']}/README.md for the lm_eval command)", markup=False, soft_wrap=True)
 
 
-_FORMAT_HELP = "parquet, csv or hf (a Hugging Face `datasets` folder: save_to_disk, typed features, dataset card) [default from --out's extension, hf for a folder name]."
 
 
 def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
@@ -112,8 +113,8 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
 
     @dataset_app.command("redditbias")
     def dataset_redditbias(
-        out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf)."),
-        format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
+        out: Path = TABLE_OUT,
+        format: Optional[str] = TABLE_FORMAT,
         bias_types: Optional[str] = typer.Option(None, "--bias-types", help="Comma-separated bias types [default all five]."),
         max_pairs: int = typer.Option(400, "--max-pairs", help="Pairs per bias type, seeded sample (as a run without --data-dir)."),
         seed: int = typer.Option(0, help="Seed of the sample."),
@@ -127,8 +128,8 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
 
     @dataset_app.command("fairpair")
     def dataset_fairpair(
-        out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf)."),
-        format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
+        out: Path = TABLE_OUT,
+        format: Optional[str] = TABLE_FORMAT,
     ):
         """Write the FairPair Common Sents prompt pairs (the paper's 60 occupations)."""
         from biaslens.cli.common import guard
@@ -138,8 +139,8 @@ def register_dataset_commands(dataset_app: typer.Typer) -> None:
 
     @dataset_app.command("community")
     def dataset_community(
-        out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet/.csv file or a folder (--format hf)."),
-        format: Optional[str] = typer.Option(None, "--format", help=_FORMAT_HELP),
+        out: Path = TABLE_OUT,
+        format: Optional[str] = TABLE_FORMAT,
     ):
         """Write the community-bias prompts (the paper's templates x demographics)."""
         from biaslens.cli.common import guard

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import biaslens
+from biaslens.errors import ConfigError
 from biaslens.methods.bbq.dataset import SHIPPED_CATEGORIES, load_items, read_category, sample_items
 from biaslens.methods.bbq.dataset.answers import map_answer
-from biaslens.errors import ConfigError
 from biaslens.methods.bbq.metrics import bias_scores, other_harnesses, scores
 
 #: Parrish et al. 2022, Figure 3 (bias scores x100) and Figure 5 (accuracy, %), UnifiedQA 11B; the

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import biaslens
-from biaslens.methods.bold.dataset import DOMAINS, PAPER_PROMPT_COUNT, load_prompts, sample_prompts
 from biaslens.errors import ConfigError
+from biaslens.methods.bold.dataset import DOMAINS, PAPER_PROMPT_COUNT, load_prompts, sample_prompts
 from biaslens.methods.bold.metrics import gender_polarity, group_gaps, group_scores, permuted_max_gap
 
 

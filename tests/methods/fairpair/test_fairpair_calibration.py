@@ -16,8 +16,8 @@ import biaslens
 from biaslens.methods.fairpair.dataset import build_prompts
 from biaslens.methods.fairpair.dataset import occupations as paper_occupations
 from biaslens.methods.fairpair.dataset.pairing import continuation_rows, perturb_and_filter
-from biaslens.metrics.continuation_pairs import ScoreDissimilarity, cross_within_test, fairpair_scores
 from biaslens.methods.fairpair.suite import _judge, analyse, verdict
+from biaslens.metrics.continuation_pairs import ScoreDissimilarity, cross_within_test, fairpair_scores
 
 DISSIMS = ["jaccard", SCORE]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from biaslens.config import ConfigError
+from biaslens.engine.calls import ModelCalls
 from biaslens.methods.fairpair.dataset import (
     INSTRUCTION,
     LLMPerturber,
@@ -20,7 +21,6 @@ from biaslens.methods.fairpair.dataset import (
     select_occupations,
     sentence,
 )
-from biaslens.engine.calls import ModelCalls
 from biaslens.models.fake import FakeBackend
 
 JOHN_JANE = NamePair("John", "Jane")

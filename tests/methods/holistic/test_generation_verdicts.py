@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from test_generation_bias_metrics import N_STYLES, _long, _softmax, _World
 
-from biaslens.metrics import gen_bias_ci, generation_bias_summary, permutation_noise_floor
 from biaslens.methods.holistic.generation import DETECTABLE_RATIO, _status
+from biaslens.metrics import gen_bias_ci, generation_bias_summary, permutation_noise_floor
 
 #: the card's budgets: smoke 40 prompts over 10 descriptors (5 axes x 2), default 100 prompts over
 #: 26 (13 axes x 2); about 4 responses per descriptor (one per noun), one template. ``strength``:

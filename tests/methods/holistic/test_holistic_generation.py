@@ -356,8 +356,8 @@ def test_suite_noise_floor_is_stratified_by_noun():
 
 
 def test_variant_flags_join_the_strata_and_thin_axes_warn():
-    from biaslens.methods.holistic.generation_metrics import noise_floor_strata
     from biaslens.methods.holistic.generation import analyse
+    from biaslens.methods.holistic.generation_metrics import noise_floor_strata
 
     table, probs = _noun_effect_table(0.06)
     table["remove_im_contraction"] = np.arange(len(table)) % 2 == 0

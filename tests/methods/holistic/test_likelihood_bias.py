@@ -16,6 +16,7 @@ try:
 except ImportError:  # running from a clone without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 
+from biaslens.methods.holistic.likelihood_metrics import LOVE_HATE_COLUMNS, SIGNIFICANCE_COLUMNS, wilson_interval
 from biaslens.metrics import (
     LOVE_HATE_TEMPLATES,
     LikelihoodBiasResult,
@@ -24,7 +25,6 @@ from biaslens.metrics import (
     likelihood_bias,
     low_high_descriptors,
 )
-from biaslens.methods.holistic.likelihood_metrics import LOVE_HATE_COLUMNS, SIGNIFICANCE_COLUMNS, wilson_interval
 
 LOVE = LOVE_HATE_TEMPLATES["love"]
 HATE = LOVE_HATE_TEMPLATES["hate"]

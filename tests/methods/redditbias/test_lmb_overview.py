@@ -11,9 +11,9 @@ import pytest
 from scipy import stats
 
 from biaslens.methods.redditbias.metrics import detectable_any_type, lmb_overview
+from biaslens.methods.redditbias.suite import lmb_verdict
 from biaslens.metrics.multiple_testing import holm
 from biaslens.metrics.sign_test import holm_levels, sign_detectable, sign_effect_ci, sign_power, sign_test_p
-from biaslens.methods.redditbias.suite import lmb_verdict
 
 TYPES = ("religion1", "religion2", "race", "gender", "orientation")
 FILES = {"religion1": ("jews", "christians"), "religion2": ("muslims", "christians"), "race": ("black", "white"),

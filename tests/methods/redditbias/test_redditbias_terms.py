@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from biaslens.methods.redditbias.dataset import BUILTIN_NAMES, builtin_spec, find_files, read_lines, read_paired, target_swap
+from biaslens.methods.redditbias.dataset import (
+    BUILTIN_NAMES,
+    builtin_spec,
+    find_files,
+    read_lines,
+    read_paired,
+    target_swap,
+)
 from biaslens.methods.redditbias.dataset.terms import TermMatcher, inflect, plural
 
 REF = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "redditbias"

@@ -163,9 +163,9 @@ def test_run_on_the_fake_backend(fake_run):
 
 
 def test_report_names_are_in_the_glossary(fake_run):
+    from biaslens.methods.winogender.report import sections
     from biaslens.report.glossary import NOT_METRICS, lookup
     from biaslens.report.html import shown_names
-    from biaslens.methods.winogender.report import sections
     from biaslens.results import MetricEntry, SuiteResult
 
     out, _ = fake_run
