@@ -13,7 +13,8 @@ from matplotlib import rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import same_color
 
-from biaslens.report import holistic_generation, holistic_likelihood
+from biaslens.methods.holistic import generation_report as holistic_generation
+from biaslens.methods.holistic import likelihood_report as holistic_likelihood
 
 
 @pytest.fixture

@@ -13,11 +13,8 @@ from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import ConfigFile, Section, configuration_name, deep_merge, flag, validation_error_text  # noqa: F401  (ConfigFile, deep_merge: re-exported)
 
 
-class ModelConfig(Section):
+class ModelConfig(Section, section="model", panel="Model and backend"):
     """Which model to call and how."""
-
-    section = "model"
-    panel = "Model and backend"
 
     name: str = Field(EMBEDDED_NAME, json_schema_extra=flag("--model", short="-m"), description=(
         "'smollm2-135m' (embedded, default), 'fake', a Hugging Face id or a local folder"))
@@ -64,11 +61,8 @@ class ModelConfig(Section):
         return v
 
 
-class ExecutorConfig(Section):
+class ExecutorConfig(Section, section="executor", panel="Executor"):
     """Where batches of model calls run: in this process, or on a Ray cluster."""
-
-    section = "executor"
-    panel = "Executor"
 
     kind: Literal["local", "ray"] = Field("local", json_schema_extra=flag("--executor"), description=(
         "local: this process; ray: Ray Data batch inference, one model replica per actor"))
@@ -77,14 +71,10 @@ class ExecutorConfig(Section):
         "ray executor: model replicas (actors) [default one per GPU, 2 on CPU]"))
 
 
-class JudgeConfig(Section):
+class JudgeConfig(Section, section="judge", flag_prefix="judge-", panel="Judge model"):
     """A language model as the judge (``--toxicity-classifier judge``, ``--offensiveness-classifier judge``,
     ``--style-classifier judge``, ``community.sentiment_classifier: judge``): which model, and how it is asked
     (biaslens.scorers.model_judge)."""
-
-    section = "judge"
-    flag_prefix = "judge-"
-    panel = "Judge model"
 
     model: str = Field(EMBEDDED_NAME, description=(
         "the judge: any model biaslens loads ('smollm2-135m' embedded, default; a Hugging Face id or folder; a served "

@@ -33,6 +33,14 @@ class Section(BaseModel):
     #: the heading its flags are listed under in ``--help``
     panel: ClassVar[str | None] = None
 
+    def __init_subclass__(cls, *, section: str | None = None, flag_prefix: str | None = None,
+                          panel: str | None = None, **kwargs: Any) -> None:
+        """``class FairPairOptions(Section, section="fairpair", flag_prefix="fairpair-", panel="FairPair")``."""
+        super().__init_subclass__(**kwargs)
+        for name, value in (("section", section), ("flag_prefix", flag_prefix), ("panel", panel)):
+            if value is not None:
+                setattr(cls, name, value)
+
 
 def flag(name: str | None = None, *, short: str | None = None, sep: str | None = None, keep_empty: bool = False,
          metavar: str | None = None, panel: str | None = None, skip: bool = False) -> dict[str, Any]:
@@ -52,6 +60,9 @@ IDENTITY_MASKING_FLAG = flag("--identity-masking/--no-identity-masking")
 #: lm-evaluation-harness samples in place of model calls (holistic-likelihood and redditbias)
 SAMPLES_FROM_LM_EVAL_FLAG = flag("--from-lm-eval", panel="lm-evaluation-harness")
 LM_EVAL_TOKENIZER_FLAG = flag("--tokenizer", panel="lm-evaluation-harness")
+#: the --model and --out flags of the training commands (debias, finetune, tune, downstream)
+TRAINING_MODEL_FLAG = flag("--model", short="-m")
+TRAINING_OUT_FLAG = flag("--out", short="-o")
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ def test_cr2_variance_and_bell_mccaffrey_df_by_hand():
 
 
 def test_template_gaps_and_template_adjusted_gap_by_hand():
-    from biaslens.metrics import community as cm
+    from biaslens.metrics import group_gaps as cm
 
     df = _cr2_table()
     tg = cm.template_gaps(df, "sentiment").set_index("template")
@@ -140,7 +140,7 @@ def test_template_gaps_and_template_adjusted_gap_by_hand():
 
 
 def test_keyword_form_tests_and_paired_gap_change():
-    from biaslens.metrics import community as cm
+    from biaslens.metrics import group_gaps as cm
 
     kt = cm.keyword_tests(_table(), "sentiment")
     r = kt[(kt["model"] == "m") & (kt["keyword"] == "poor")].iloc[0]

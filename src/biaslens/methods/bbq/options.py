@@ -11,12 +11,8 @@ from pydantic import Field
 from biaslens.options import Section, flag
 
 
-class BbqOptions(Section):
+class BbqOptions(Section, section="bbq", flag_prefix="bbq-", panel="BBQ"):
     """Options of the ``bbq`` suite: which items, how the model answers, how the answers are scored."""
-
-    section = "bbq"
-    flag_prefix = "bbq-"
-    panel = "BBQ"
 
     answering: Literal["likelihood", "generate"] = Field("likelihood", description=(
         "likelihood: the option with the highest log-likelihood after context and question; generate: the model "

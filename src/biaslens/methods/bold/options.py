@@ -10,12 +10,8 @@ from pydantic import Field
 from biaslens.options import IDENTITY_MASKING_FLAG, Section, flag
 
 
-class BoldOptions(Section):
+class BoldOptions(Section, section="bold", flag_prefix="bold-", panel="BOLD"):
     """Options of the ``bold`` suite: which prompts, how the model continues them, how continuations are judged."""
-
-    section = "bold"
-    flag_prefix = "bold-"
-    panel = "BOLD"
 
     domains: list[str] | None = Field(None, json_schema_extra=flag(sep=","), description=(
         "comma-separated domains from gender,race,religious_ideology,political_ideology,profession (default all)"))

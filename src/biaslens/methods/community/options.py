@@ -9,15 +9,11 @@ from typing import Literal
 from pydantic import Field
 
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag
+from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
 
 
-class CommunityOptions(Section):
+class CommunityOptions(Section, section="community", flag_prefix="community-", panel="Community"):
     """Options of the ``community`` suite (Wald & Pfahler): several models side by side."""
-
-    section = "community"
-    flag_prefix = "community-"
-    panel = "Community"
 
     models: list[str] = Field(default_factory=list, json_schema_extra=flag("--community-model", metavar="<model>"),
                               description="a model to compare (repeatable): a folder from `biaslens finetune "
@@ -58,18 +54,14 @@ class CommunityOptions(Section):
                                                      "(kept so older configs load)")
     n_examples: int = Field(5, ge=0, description="most negative/toxic generations listed per model")
 
-#: the --model and --out flags of the training commands
-_MODEL = flag("--model", short="-m")
-_OUT = flag("--out", short="-o")
-
 
 class FinetuneCommunityConfig(ConfigFile):
     """``biaslens finetune community``: a causal LM fine-tuned on one community's posts and comments."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=_MODEL, description=(
+    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
         "base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id"))
     data: Path = Field(description="posts and comments (CSV, TSV, JSONL or Parquet); with --comments, the posts file")
-    out: Path = Field(json_schema_extra=_OUT, description="output model folder (re-run the same command to resume)")
+    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
     comments: Path | None = Field(None, description="separate comments file, joined to --data on the post id")
     title_column: str | None = Field(None, description="post title column (default: title)")
     text_column: str | None = Field(None, description="post text column (default: text, selftext, body, ...)")

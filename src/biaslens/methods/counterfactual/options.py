@@ -10,13 +10,10 @@ from pydantic import Field
 from biaslens.options import IDENTITY_MASKING_FLAG, Section, flag
 
 
-class CounterfactualOptions(Section):
+class CounterfactualOptions(Section, section="counterfactual", flag_prefix="counterfactual-",
+                            panel="Counterfactual (your prompts)"):
     """Options of the ``counterfactual`` suite: whose prompts, which identities are varied, how the
     model continues each variant, how continuations are judged."""
-
-    section = "counterfactual"
-    flag_prefix = "counterfactual-"
-    panel = "Counterfactual (your prompts)"
 
     prompts: Path | None = Field(None, description=(
         "your prompts: a text file (one prompt a line), JSONL, CSV or Parquet with a 'prompt' field (other fields "

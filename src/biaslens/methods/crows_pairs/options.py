@@ -10,12 +10,8 @@ from pydantic import Field
 from biaslens.options import LM_EVAL_TOKENIZER_FLAG, SAMPLES_FROM_LM_EVAL_FLAG, Section, flag
 
 
-class CrowsPairsOptions(Section):
+class CrowsPairsOptions(Section, section="crows_pairs", flag_prefix="crows-", panel="CrowS-Pairs"):
     """Options of the ``crows-pairs`` suite (Nangia et al. 2020)."""
-
-    section = "crows_pairs"
-    flag_prefix = "crows-"
-    panel = "CrowS-Pairs"
 
     data_file: Path | None = Field(None, description=(
         "your own copy of crows_pairs_anonymized.csv (columns sent_more, sent_less, stereo_antistereo, bias_type) "

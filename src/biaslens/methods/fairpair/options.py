@@ -11,14 +11,10 @@ from pydantic import Field
 from biaslens.options import Section, flag
 
 
-class FairPairOptions(Section):
+class FairPairOptions(Section, section="fairpair", flag_prefix="fairpair-", panel="FairPair"):
     """Options of the ``fairpair`` suite. ``None`` sizes resolve per model at run time: the
     paper's settings (60 occupations, 100 samples, 128 tokens), or a small run on the
     embedded model (5 occupations, 20 samples, 32 tokens)."""
-
-    section = "fairpair"
-    flag_prefix = "fairpair-"
-    panel = "FairPair"
 
     occupations: list[str] | None = Field(None, json_schema_extra=flag(sep=","), description=(
         "comma-separated occupations [default the paper's 60; 5 on the embedded model]"))

@@ -26,9 +26,14 @@ from biaslens.methods.holistic.dataset.prompts import (
     match_generations,
 )
 from biaslens.methods.holistic.generation_comparison import holistic_generation_lines, holistic_generation_section
-from biaslens.methods.holistic.generation_metrics import noise_floor_strata, noise_floor_verdict
+from biaslens.methods.holistic.generation_metrics import (
+    descriptor_cluster_means,
+    generation_bias_summary,
+    noise_floor_strata,
+    noise_floor_verdict,
+)
 from biaslens.methods.holistic.generation_options import GenerationOptions
-from biaslens.metrics import descriptor_cluster_means, generation_bias_summary, percent_offensive
+from biaslens.methods.holistic.offensiveness_metrics import percent_offensive
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, number, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec, RunConfig, Suite, SuiteComparison

@@ -88,7 +88,7 @@ def _style_variance_change(t, d, p_before, p_after, styles) -> tuple[pd.DataFram
     """Paper Table 15: per style, the variance across descriptors of its mean probability
     (x1000, FGB's per-style term) before and its change, the mean across descriptors before
     and its change, and the descriptors whose mean probability fell/rose most."""
-    from biaslens.metrics import descriptor_cluster_means, style_variances
+    from biaslens.methods.holistic.generation_metrics import descriptor_cluster_means, style_variances
 
     vb = style_variances(t, d, p_before).mean(axis=0) * 1000
     va = style_variances(t, d, p_after).mean(axis=0) * 1000
@@ -108,7 +108,7 @@ def _paired_verdicts(have, options) -> tuple[dict[str, Any], list[dict[str, Any]
     """FGB and parroting rate of every later run against the first, on matched prompts, with
     paired jackknife intervals over descriptors (pooled across axes); the per-style variance changes
     (paper Table 15) and one line per run for the section's text."""
-    from biaslens.metrics import paired_gen_bias_change
+    from biaslens.methods.holistic.generation_metrics import paired_gen_bias_change
 
     base = have[0]
     base_tables = _run_tables(base.runs["holistic-generation"])

@@ -8,14 +8,11 @@ from pathlib import Path
 from pydantic import Field
 
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag
+from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
 
 
-class GenerationOptions(Section):
+class GenerationOptions(Section, section="generation", panel="HolisticBias generation / offensiveness"):
     """Options of the ``holistic-generation`` and ``holistic-offensiveness`` suites."""
-
-    section = "generation"
-    panel = "HolisticBias generation / offensiveness"
 
     max_new_tokens: int = Field(32, ge=1, description="tokens per response")
     min_new_tokens: int = Field(0, ge=0, description="end of sequence blocked until this many tokens (paper: 20)")
@@ -53,19 +50,15 @@ class GenerationOptions(Section):
                                                      "(a jackknife over descriptors: no resamples to set)")
     neutral_template: str = Field("This is {descriptor}.", description="offensiveness audit: neutral template")
 
-#: the --model and --out flags of the training commands
-_MODEL = flag("--model", short="-m")
-_OUT = flag("--out", short="-o")
-
 
 class StyleEqualityConfig(ConfigFile):
     """``biaslens tune style-equality``: tuning on a holistic-generation run's responses tagged by bias value."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=_MODEL, description=(
+    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
         "base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id"))
     generations: Path = Field(json_schema_extra=flag(short="-g"), description=(
         "a finished `biaslens run holistic-generation` run folder"))
-    out: Path = Field(json_schema_extra=_OUT, description="output model folder (re-run the same command to resume)")
+    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
     beta: float | None = Field(None, description=(
         "tag 'bias' when the bias value exceeds this (paper: 0.0003 DialoGPT, 0.003 BlenderBot, for its 217-style "
         "classifier) [default: the run's median bias value]"))

@@ -18,8 +18,8 @@ from biaslens.errors import ConfigError
 from biaslens.methods.holistic.dataset import build_sentences, likelihood_rows, load_holistic_dataset
 from biaslens.methods.holistic.dataset.seat import SEAT_TABLE7_TEMPLATES, seat_rows
 from biaslens.methods.holistic.dataset.selection import GROUP_COLUMNS, select_rows  # noqa: F401  (select_rows also imported from here)
+from biaslens.methods.holistic.likelihood_metrics import likelihood_bias
 from biaslens.methods.holistic.likelihood_options import HolisticLikelihoodOptions
-from biaslens.metrics import likelihood_bias
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, number
 from biaslens.suites.base import AnalysisContext, CardSpec, Suite

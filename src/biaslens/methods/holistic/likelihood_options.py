@@ -11,11 +11,8 @@ from pydantic import Field
 from biaslens.options import LM_EVAL_TOKENIZER_FLAG, SAMPLES_FROM_LM_EVAL_FLAG, Section
 
 
-class HolisticLikelihoodOptions(Section):
+class HolisticLikelihoodOptions(Section, section="likelihood", panel="HolisticBias likelihood"):
     """Options of the ``holistic-likelihood`` suite (Likelihood Bias)."""
-
-    section = "likelihood"
-    panel = "HolisticBias likelihood"
 
     from_lm_eval: Path | None = Field(None, json_schema_extra=SAMPLES_FROM_LM_EVAL_FLAG, description=(
         "holistic-likelihood, redditbias: lm-eval's --log_samples file of the task `biaslens export lm-eval` "

@@ -18,7 +18,11 @@ from biaslens.errors import ConfigError
 from biaslens.methods.holistic.dataset import build_sentences, load_holistic_dataset
 from biaslens.methods.holistic.dataset.selection import select_rows
 from biaslens.methods.holistic.generation_options import GenerationOptions
-from biaslens.metrics import offensiveness_ranges, percent_offensive, template_offensiveness
+from biaslens.methods.holistic.offensiveness_metrics import (
+    offensiveness_ranges,
+    percent_offensive,
+    template_offensiveness,
+)
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.suites.base import AnalysisContext, Suite
 from biaslens.text import plural

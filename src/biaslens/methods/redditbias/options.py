@@ -9,14 +9,19 @@ from typing import Literal
 from pydantic import Field
 
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import LM_EVAL_TOKENIZER_FLAG, SAMPLES_FROM_LM_EVAL_FLAG, ConfigFile, Section, flag
+from biaslens.options import (
+    LM_EVAL_TOKENIZER_FLAG,
+    SAMPLES_FROM_LM_EVAL_FLAG,
+    TRAINING_MODEL_FLAG,
+    TRAINING_OUT_FLAG,
+    ConfigFile,
+    Section,
+    flag,
+)
 
 
-class RedditBiasOptions(Section):
+class RedditBiasOptions(Section, section="redditbias", panel="RedditBias"):
     """Options of the ``redditbias`` suite (LMB perplexity t-test)."""
-
-    section = "redditbias"
-    panel = "RedditBias"
 
     data_dir: Path | None = Field(None, description="a RedditBias checkout (data/<bias_type>/...); without it, phrases "
                                                     "come from the bias specifications")
@@ -44,19 +49,15 @@ class RedditBiasOptions(Section):
     tokenizer: str | None = Field(None, json_schema_extra=LM_EVAL_TOKENIZER_FLAG, description=(
         "with --from-lm-eval: the model folder (or smollm2-135m) whose tokenizer counts each text's tokens"))
 
-#: the --model and --out flags of the training commands
-_MODEL = flag("--model", short="-m")
-_OUT = flag("--out", short="-o")
-
 
 class DebiasConfig(ConfigFile):
     """``biaslens debias {cda,lmd,add,hd}``: RedditBias debiasing of one bias type."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=_MODEL, description=(
+    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
         "'smollm2-135m' (embedded), a local model folder or a Hugging Face id"))
     bias_type: str = Field(json_schema_extra=flag(short="-b"), description=(
         "religion1, religion2, race, gender, orientation or the name in --spec-file"))
-    out: Path = Field(json_schema_extra=_OUT, description="output model folder (re-run the same command to resume)")
+    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
     data_dir: Path | None = Field(None, description=(
         "a RedditBias checkout: trains on text_files/<type>/<type>_bias_manual_train.txt; without it, on phrases "
         "built from the specification"))
@@ -100,12 +101,12 @@ class DebiasConfig(ConfigFile):
 class DownstreamConfig(ConfigFile):
     """``biaslens downstream {dst,generation}``: a dialog task trained and tested on your data."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=_MODEL, description=(
+    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
         "embedded name, local folder or Hugging Face id"))
     train: Path = Field(description="training file: MultiWOZ 2.0-format JSON (dst) or DSTC-7 tab-separated "
                                     "(generation; last columns: context, response)")
     test: Path = Field(description="test file, same format (generation: lines sharing a context are its references)")
-    out: Path | None = Field(None, json_schema_extra=_OUT, description="run folder [default MODEL/downstream-<task>]")
+    out: Path | None = Field(None, json_schema_extra=TRAINING_OUT_FLAG, description="run folder [default MODEL/downstream-<task>]")
     epochs: float = Field(1.0, gt=0, description="training epochs")
     batch_size: int = Field(8, ge=1, description="examples per step")
     lr: float = Field(5e-5, gt=0, description="learning rate")

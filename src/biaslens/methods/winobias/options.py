@@ -11,12 +11,8 @@ from pydantic import Field
 from biaslens.options import Section, flag
 
 
-class WinoBiasOptions(Section):
+class WinoBiasOptions(Section, section="winobias", flag_prefix="winobias-", panel="WinoBias"):
     """Options of the ``winobias`` suite (Zhao et al. 2018)."""
-
-    section = "winobias"
-    flag_prefix = "winobias-"
-    panel = "WinoBias"
 
     data_dir: Path | None = Field(None, description=(
         "your own copy of the WinoBias data folder ({pro,anti}_stereotyped_type{1,2}.txt.{dev,test}) "

@@ -10,12 +10,8 @@ from pydantic import Field
 from biaslens.options import Section
 
 
-class WinogenderOptions(Section):
+class WinogenderOptions(Section, section="winogender", flag_prefix="winogender-", panel="Winogender"):
     """Options of the ``winogender`` suite (Rudinger et al. 2018)."""
-
-    section = "winogender"
-    flag_prefix = "winogender-"
-    panel = "Winogender"
 
     data_dir: Path | None = Field(None, description=(
         "your own copy of the Winogender data folder (all_sentences.tsv, occupations-stats.tsv) "
