@@ -213,3 +213,20 @@ def test_the_llm_perturber_writes_checked_variants_and_is_cached(tmp_path):
                         counterfactual={**opts, "perturber": "rule"})
     assert set(pd.read_csv(tmp_path / "rule" / "variants.csv")["perturber"]) == {"rule"}
     assert rule.metrics["n_variants"] == 72
+
+
+@pytest.mark.slow
+def test_the_llm_perturber_on_the_embedded_model(tmp_path, embedded_model):
+    """The embedded model writes the variants of two prompts: every variant it was asked for is either
+    kept (and then names its group) or dropped with a reason; the counts add up."""
+    path = tmp_path / "two.txt"
+    path.write_text("\n".join(PROMPTS[:2]) + "\n")
+    res = biaslens.run(suite="counterfactual", out=str(tmp_path / "emb"), cache_dir=str(tmp_path / "c"),
+                       counterfactual={"prompts": str(path), "axes": ["religion"], "groups": ["Muslim", "Jewish"],
+                                       "perturber": "llm", "dry_run": True}, backend=embedded_model)
+    rec = json.loads((res.out / "run.json").read_text())["counterfactual"]["llm_perturber"]
+    assert rec["model"] == "smollm2-135m" and rec["asked"] == 2
+    assert rec["kept"] + sum(rec["dropped"].values()) == 2
+    v = pd.read_csv(res.out / "variants.csv")
+    llm = v[v["perturber"] == "llm"]
+    assert len(llm) == rec["kept"] and llm["prompt"].str.contains("Jewish").all()
