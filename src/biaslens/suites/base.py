@@ -121,6 +121,19 @@ def sample_continuations(ctx: RunContext, prompts: list[str], *, samples: int, m
     return outs
 
 
+def model_calls(ctx: RunContext, name: str | None) -> AbstractContextManager[ModelCalls]:
+    """The calls of the model ``name`` for a ``with`` block: the evaluated model's (the run's, cache
+    included) when ``name`` is None or names it, else another model loaded for the block (an LLM
+    perturber's model)."""
+    import contextlib
+
+    config = ctx.config
+    if name is None or name == (ctx.calls.info.name if ctx.model_loaded else config.model.name):
+        return contextlib.nullcontext(ctx.calls)
+    return ctx.other_model(config.model_copy(update={"model": config.model.model_copy(
+        update={"name": name, "backend": "auto", "kind": "auto", "start_token": None})}))
+
+
 @dataclass(frozen=True)
 class CardSpec:
     """A suite's row on the bias card (``biaslens card``): its title, what it asks of the

@@ -4,6 +4,7 @@ configuration and as ``biaslens run counterfactual --counterfactual-...`` flags.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -29,6 +30,12 @@ class CounterfactualOptions(Section, section="counterfactual", flag_prefix="coun
     word_pairs: Path | None = Field(None, description=(
         "your own word pairs: a YAML file as FairPair's mapping (name, source_label, target_label, pairs of "
         "[source, target]), varied as one more axis named by its 'name'"))
+    perturber: Literal["rule", "llm"] = Field("rule", description=(
+        "who writes the variants: rule (FairPair's rule perturber and the descriptor lists) or llm (a language "
+        "model given FairPair's instruction, each variant checked: it must name the new group and change no more "
+        "than the mention; the others are dropped and counted)"))
+    perturber_model: str | None = Field(None, description=(
+        "the language model of --counterfactual-perturber llm [default: the evaluated model]"))
     samples: int = Field(5, ge=1, description="continuations per variant")
     max_new_tokens: int = Field(32, ge=1, description="tokens per continuation")
     temperature: float = Field(1.0, gt=0, description="sampling temperature")

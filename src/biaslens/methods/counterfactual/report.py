@@ -57,8 +57,8 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
             "Your prompts, counterfactually",
             (skill_caveat(cards) + " " if skill_caveat(cards) else "") +
             "Each prompt's identity mentions were varied across the groups of their axis (gendered words, pronouns "
-            "and first names by FairPair's rule perturber; HolisticBias descriptors for the other axes), the model "
-            "continued every variant, and each continuation (without the prompt) was scored: VADER compound "
+            "and first names by FairPair's rule perturber; HolisticBias descriptors for the other axes"
+            f"{_llm_note(metrics)}), the model continued every variant, and each continuation (without the prompt) was scored: VADER compound "
             "sentiment and toxicity (identity words masked where the run says so). A gap between two groups is the "
             "mean over prompts of the difference of the two variants' mean scores; every prompt is seen under every "
             "group, so the prompt is the unit of the interval (t over prompts), Holm corrects over the pairs of an "
@@ -111,3 +111,15 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
            "details": {k: v for k, v in model.items() if k in ("backend", "kind", "dtype", "weights_hash")}}
     return render_report(title=f"Counterfactual: {metrics.get('model') or 'variants (dry run)'}", run=run,
                          sections=sections, warnings=card_warnings(cards))
+
+
+def _llm_note(metrics: dict) -> str:
+    """How the variants were written when a language model wrote them (FairPair's LLM perturber)."""
+    llm = metrics.get("llm_perturber") if metrics.get("perturber") == "llm" else None
+    if not llm:
+        return ""
+    d = llm.get("dropped") or {}
+    return (f"; the variants themselves written by the language model {_short(str(llm.get('model')))} with "
+            f"FairPair's instruction: {llm.get('kept')} of {llm.get('asked')} kept, {d.get('mention', 0)} dropped for "
+            f"not naming the new group, {d.get('jaccard', 0)} for changing more than the mention")
+

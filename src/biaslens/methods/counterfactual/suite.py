@@ -31,7 +31,7 @@ from biaslens.methods.counterfactual.variants import build_axes, build_variants
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import interval, number
 from biaslens.scorers.card import judge_has_skill
-from biaslens.suites.base import AnalysisContext, CardSpec, Suite, sample_continuations
+from biaslens.suites.base import AnalysisContext, CardSpec, Suite, model_calls, sample_continuations
 from biaslens.text import plural
 
 if TYPE_CHECKING:
@@ -52,6 +52,32 @@ def _generate(variants: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     table["sample_index"] = np.tile(np.arange(o.samples), len(variants))
     table["response"] = [by_text[t][i] for t, i in zip(table["prompt"], table["sample_index"])]
     return table
+
+
+def _llm_variants(variants: pd.DataFrame, axes: list, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The variants written by the LLM perturber (FairPair's, with its instruction; greedy, cached as
+    every model call) on the model of ``--counterfactual-perturber-model`` (default: the evaluated
+    one); what it wrote that fails the checks is dropped, and counted in the returned record (for run.json)."""
+    from biaslens.engine.scoring import ScoringStats
+    from biaslens.methods.counterfactual.variants import LLM_DROP_REASONS, llm_variants
+    from biaslens.vocabulary.perturb import LLMPerturber
+
+    stats = ScoringStats()
+    with ctx.timer("perturbation"), model_calls(ctx, ctx.config.counterfactual.perturber_model) as calls:
+        n_asked = int((variants["group"].str.lower() != variants["mention"].astype(str).str.lower()).sum())
+        with ctx.progress("perturbing (language model)", total=n_asked) as report:
+            perturber = LLMPerturber(calls, progress=report, stats=stats)
+            kept, dropped = llm_variants(variants, axes, perturber.perturb_many)
+        name = calls.info.name
+    counts = dropped["reason"].value_counts()
+    record = {
+        "model": name, "asked": n_asked, "kept": int((kept["perturber"] == "llm").sum()),
+        "dropped": {k: int(counts.get(why, 0)) for k, why in LLM_DROP_REASONS.items()},
+        "cache_hits": stats.cache_hits, "computed": stats.computed, "seconds": round(stats.seconds, 3)}
+    ctx.console.print(f"[bold]counterfactual[/bold]: the language model {name} wrote {n_asked} variants; "
+                      f"{len(dropped)} dropped (skipped.csv: {counts.get(LLM_DROP_REASONS['mention'], 0)} do not name "
+                      f"the new group, {counts.get(LLM_DROP_REASONS['jaccard'], 0)} change more than the mention)")
+    return kept, dropped, record
 
 
 def _match(variants: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, int]:
@@ -243,14 +269,23 @@ class Counterfactual(Suite):
         path = Path(o.prompts) if o.prompts is not None else example_path()
         with ctx.timer("variants"):
             prompts = read_prompts(path)
-            variants, skipped = build_variants(prompts, build_axes(list(o.axes), list(o.groups), o.word_pairs))
+            axes = build_axes(list(o.axes), list(o.groups), o.word_pairs)
+            variants, skipped = build_variants(prompts, axes)
+        llm = _llm_variants(variants, axes, ctx) if o.perturber == "llm" and len(variants) else None
+        if llm is not None:
+            variants, dropped, llm_record = llm
+            skipped = pd.concat([skipped, dropped.drop(columns="group").assign(
+                reason=[f"the language model's {g} variant {r}" for g, r in zip(dropped["group"], dropped["reason"])])],
+                ignore_index=True)
         # the variants a user can read before anything is generated
         ctx.write_text("variants.csv", variants.to_csv(index=False))
         ctx.write_text("skipped.csv", skipped.to_csv(index=False))
         ctx.record["counterfactual"] = {
             "prompts_file": str(path), "n_prompts": len(prompts), "n_variants": len(variants),
             "n_skipped": int((skipped["reason"] == "no identity mention").sum()),
-            "axes": list(dict.fromkeys(variants["axis"])), "dry_run": o.dry_run}
+            "axes": list(dict.fromkeys(variants["axis"])), "dry_run": o.dry_run, "perturber": o.perturber}
+        if llm is not None:
+            ctx.record["counterfactual"]["llm_perturber"] = llm_record
         ctx.record_size("prompts", None, len(prompts))
         ctx.console.print(f"[bold]counterfactual[/bold]: {plural(len(prompts), 'prompt')} from {path}, "
                           f"{plural(len(variants), 'variant')}; {ctx.record['counterfactual']['n_skipped']} with no "
@@ -275,7 +310,8 @@ class Counterfactual(Suite):
         ctx.record["measured"] = {
             "prompts": {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16]},
             "variants": {"axes": list(o.axes), "groups": list(o.groups),
-                         "word_pairs": Path(o.word_pairs).name if o.word_pairs else None},
+                         "word_pairs": Path(o.word_pairs).name if o.word_pairs else None, "perturber": o.perturber,
+                         "perturber_model": (ctx.record["counterfactual"].get("llm_perturber") or {}).get("model")},
             "decoding": (ctx.record.get("generation") or {}).get("params"),
             "toxicity": (ctx.record.get("classifiers") or {}).get("toxicity"), "masking": o.identity_masking}
         return tables
@@ -286,7 +322,8 @@ class Counterfactual(Suite):
         skipped = tables.get("skipped", pd.DataFrame())
         base = {"suite": "counterfactual", "n_prompts": rec.get("n_prompts"), "n_variants": rec.get("n_variants"),
                 "n_skipped": rec.get("n_skipped"), "axes": rec.get("axes"), "prompts_file": rec.get("prompts_file"),
-                "skipped": skipped.to_dict("records") if len(skipped) else []}
+                "skipped": skipped.to_dict("records") if len(skipped) else [],
+                "perturber": rec.get("perturber", "rule"), "llm_perturber": rec.get("llm_perturber")}
         table = tables.get("generations")
         if table is None or table.empty:
             return SuiteResult(metrics={**base, "model": None, "dry_run": True}, entries=[],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -36,6 +37,7 @@ from biaslens.vocabulary.perturb import (
     NamePair,
     PerturbationMap,
     RulePerturber,
+    check_perturbation,
     token_set,
 )
 
@@ -276,7 +278,7 @@ def replaced(original: str, variant: str) -> str:
 
 def build_variants(prompts: pd.DataFrame, axes: list[DescriptorAxis | PairAxis]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The variants table (``prompt_id``, ``axis``, ``group``, ``prompt``, ``replaced``, ``mention``,
-    ``original``) and the skipped table (``prompt_id``, ``axis``, ``prompt``, ``reason``): prompts with no
+    ``original``, ``perturber``: ``rule``) and the skipped table (``prompt_id``, ``axis``, ``prompt``, ``reason``): prompts with no
     identity mention, and axes a prompt could not be varied on."""
     import pandas as pd
 
@@ -291,9 +293,64 @@ def build_variants(prompts: pd.DataFrame, axes: list[DescriptorAxis | PairAxis])
             for v in variants:
                 any_mention = True
                 rows.append({"prompt_id": pid, "axis": v.axis, "group": v.group, "prompt": v.prompt,
-                             "replaced": replaced(str(text), v.prompt), "mention": v.mention, "original": text})
+                             "replaced": replaced(str(text), v.prompt), "mention": v.mention, "original": text,
+                             "perturber": "rule"})
         if not any_mention:
             skipped.append({"prompt_id": pid, "axis": "", "prompt": text, "reason": "no identity mention"})
-    cols = ["prompt_id", "axis", "group", "prompt", "replaced", "mention", "original"]
+    cols = ["prompt_id", "axis", "group", "prompt", "replaced", "mention", "original", "perturber"]
     return (pd.DataFrame(rows, columns=cols),
             pd.DataFrame(skipped, columns=["prompt_id", "axis", "prompt", "reason"]))
+
+
+#: why a variant the language model wrote is dropped
+LLM_DROP_REASONS = {"mention": "does not name the new group (and only it)",
+                    "jaccard": "changes more than the identity mention"}
+
+
+def _names_only(ax: DescriptorAxis | PairAxis, text: str, group: str) -> bool:
+    """True when the axis finds exactly one group named in ``text``, and it is ``group``."""
+    found, why = ax.vary(text)
+    return why is None and bool(found) and found[0].mention.lower() == group.lower()
+
+
+def llm_variants(variants: pd.DataFrame, axes: list[DescriptorAxis | PairAxis],
+                 perturb_many: Callable[[list[str], list[NamePair]], list[str]], *, max_jaccard: float = 0.15
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The variants rewritten by a language model (FairPair's LLM perturber, ``perturb_many``), where
+    the rules found the mention: each prompt's own group stays the prompt itself (``perturber``
+    ``original``); every other variant is asked of the model (``llm``) and kept only when the axis
+    finds the new group named in it, alone, and its token Jaccard dissimilarity to the prompt is at
+    most ``max_jaccard`` with the words the rules changed masked (FairPair's filter: it changes no
+    more than the mention). Returns the kept variants and the dropped ones (``prompt_id``, ``axis``,
+    ``group``, ``prompt``: what the model wrote, ``reason``)."""
+    import numpy as np
+    import pandas as pd
+
+    by_axis = {ax.axis: ax for ax in axes}
+    v = variants.reset_index(drop=True)
+    own = v["group"].str.lower() == v["mention"].astype(str).str.lower()
+    asked = v[~own]
+    names = [NamePair(str(m), str(g), source_label=str(a), target_label=str(a))
+             for m, g, a in zip(asked["mention"], asked["group"], asked["axis"])]
+    written = perturb_many(asked["original"].astype(str).tolist(), names)
+    out = v.assign(prompt=v["prompt"].where(~own, v["original"]), replaced=v["replaced"].where(~own, ""),
+                   perturber=np.where(own, "original", "llm"))
+    keep = own.to_numpy().copy()
+    dropped = []
+    for i, r, text in zip(asked.index.tolist(), asked.to_dict("records"), written, strict=True):
+        original = str(r["original"])
+        allowed = (token_set(original) ^ token_set(str(r["prompt"]))) | token_set(str(r["group"])) | \
+            token_set(str(r["mention"]))
+        if not _names_only(by_axis[r["axis"]], text, str(r["group"])):
+            reason = LLM_DROP_REASONS["mention"]
+        elif not check_perturbation(original, text, expected_prefix="", original_names=[],
+                                    max_jaccard=max_jaccard, masked_terms=set(allowed)).kept:
+            reason = LLM_DROP_REASONS["jaccard"]
+        else:
+            out.loc[i, ["prompt", "replaced"]] = [text, replaced(original, text)]
+            keep[i] = True
+            continue
+        dropped.append({"prompt_id": r["prompt_id"], "axis": r["axis"], "group": r["group"], "prompt": text,
+                        "reason": reason})
+    return out[keep].reset_index(drop=True), pd.DataFrame(dropped, columns=["prompt_id", "axis", "group", "prompt",
+                                                                            "reason"])

@@ -52,7 +52,7 @@ from biaslens.metrics.continuation_pairs import (
 from biaslens.models import EMBEDDED_NAME
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import number, p_text, pvalue
-from biaslens.suites.base import AnalysisContext, CardSpec, RunConfig, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec, RunConfig, Suite, model_calls
 from biaslens.text import plural
 
 if TYPE_CHECKING:
@@ -391,7 +391,7 @@ class FairPair(Suite):
         masked_terms = mapping.terms() if opts.filter_jaccard == "masked" else None
         with ctx.timer("perturbation"):
             if opts.perturber == "llm":
-                with _perturber_calls(ctx) as pcalls:
+                with model_calls(ctx, opts.perturber_model) as pcalls:
                     llm = LLMPerturber(pcalls)
                     n_a = int((rows["set"] == "A").sum())
                     with ctx.progress("perturbing (LLM)", total=n_a) as report:
@@ -502,18 +502,6 @@ def stored_representations(table: pd.DataFrame, rows: pd.DataFrame, path: Path) 
         out[name] = (np.stack([np.asarray(v, dtype=np.float64) for v in col]) if len(col) and col.dtype == object
                      else col.to_numpy(dtype=np.float64))
     return out
-
-
-def _perturber_calls(ctx: RunContext):
-    """The LLM perturber's model: the evaluated one (the run's, cache included), or its own."""
-    import contextlib
-
-    opts, config = ctx.config.fairpair, ctx.config
-    if opts.perturber_model is None or opts.perturber_model == (
-            ctx.calls.info.name if ctx.model_loaded else config.model.name):
-        return contextlib.nullcontext(ctx.calls)
-    return ctx.other_model(config.model_copy(update={"model": config.model.model_copy(
-        update={"name": opts.perturber_model, "backend": "auto", "kind": "auto", "start_token": None})}))
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
