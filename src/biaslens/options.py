@@ -220,14 +220,18 @@ class ConfigFile(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            msgs = [f"{source}: field '{'.'.join(str(p) for p in err['loc'])}': {validation_error_text(err, cls)}"
-                    for err in e.errors()]
-            raise ConfigError("\n".join(msgs)) from None
+            raise ConfigError(validation_messages(e, source, cls)) from None
 
 
 #: pydantic's bound errors in plain words ("must be at least 1")
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt"),
            "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+
+
+def validation_messages(error: ValidationError, source: str, root: type[BaseModel]) -> str:
+    """pydantic's errors as lines naming the source and the field: "FILE: field 'a.b': must be at least 1"."""
+    return "\n".join(f"{source}: field '{'.'.join(str(p) for p in err['loc']) or '(top level)'}': "
+                     f"{validation_error_text(err, root)}" for err in error.errors())
 
 
 def validation_error_text(err: Any, root: type[BaseModel]) -> str:

@@ -58,8 +58,6 @@ def _finetune_community(values: dict) -> None:
     console.print(f"truncated to {cfg.max_length} tokens: {tr.get('posts_truncated', 0):,} posts cut at their end "
                   f"(separator and comment kept), {tr.get('comments_truncated', 0):,} comments cut")
     t = res.training
-    console.print(f"trained {t.steps} steps, train loss {t.train_loss:.3f}"
-                  + (f", eval perplexity {t.eval_perplexity:.1f}" if t.eval_perplexity else "")
-                  + (f" (resumed from {t.resumed_from})" if t.resumed_from else ""))
+    console.print(t.summary())
     console.print(f"model folder: [bold]{res.out}[/bold] (separator {res.separator!r}); "
                   f"compare it with: biaslens run community --community-model {res.out}")

@@ -53,9 +53,7 @@ def _style_equality(values: dict) -> None:
     console.print(f"tags: {c['bias']:,} bias, {c['no_bias']:,} no_bias; {res.n_train:,} training, "
                   f"{res.n_eval:,} validation examples")
     t = res.training
-    console.print(f"trained {t.steps} steps, train loss {t.train_loss:.3f}"
-                  + (f", validation perplexity {t.eval_perplexity:.2f}" if t.eval_perplexity else "")
-                  + (f" (resumed from {t.resumed_from})" if t.resumed_from else ""))
+    console.print(t.summary("validation perplexity", 2))
     tag_note = f"appends {res.generation_tag!r} to every prompt" if res.generation_tag else "no tag (ablation)"
     console.print(f"model folder: [bold]{res.out}[/bold] ({tag_note}); measure it with: biaslens run "
                   f"holistic-generation --model {res.out} --out RUN_AFTER, then biaslens compare "

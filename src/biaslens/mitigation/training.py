@@ -92,6 +92,13 @@ class TrainingResult:
     #: truncation: the occurrences ``extra_loss`` receives
     span_counts: dict[str, int] = field(default_factory=dict)
 
+    def summary(self, evaluation: str = "eval perplexity", digits: int = 1) -> str:
+        """One line: "trained N steps, train loss L, <evaluation> P (resumed from C)"."""
+        loss = f"{self.train_loss:.3f}" if self.train_loss is not None else "n/a"
+        return (f"trained {self.steps} steps, train loss {loss}"
+                + (f", {evaluation} {self.eval_perplexity:.{digits}f}" if self.eval_perplexity else "")
+                + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""))
+
 
 class _Examples:
     """Tokenized examples; labels are -100 on context tokens so only the rest is learned."""

@@ -180,6 +180,9 @@ class Suite:
     options: ClassVar[type[BaseModel] | None] = None
     #: its row on the bias card (None: not on the card)
     card: ClassVar[CardSpec | None] = None
+    #: the report page's renderer, "module:function" taking ``analysis=, metrics=, run_record=``,
+    #: imported when a report is rendered; a suite whose page needs more overrides ``render``
+    report_page: ClassVar[str | None] = None
     #: its own comparison in ``biaslens compare`` (None: compared by its headline entry)
     compare: ClassVar[SuiteComparison | None] = None
     #: the entries that rest on a judge: entry name (or the part before its first ".") -> (the
@@ -217,8 +220,14 @@ class Suite:
         raise NotImplementedError
 
     def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        """The HTML report."""
-        raise NotImplementedError
+        """The HTML report: ``report_page`` over the analysis and the metrics."""
+        if self.report_page is None:
+            raise NotImplementedError(f"{self.name}: set report_page or override render")
+        import importlib
+
+        module, _, function = self.report_page.partition(":")
+        page = getattr(importlib.import_module(module), function)
+        return str(page(analysis=result.analysis, metrics=result.metrics, run_record=ctx.record))
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         """A few lines for the terminal (the runner adds warnings and the report path)."""

@@ -294,6 +294,7 @@ class Bold(Suite):
     """BOLD: sentiment, toxicity and gender polarity of continuations of Wikipedia prompts about groups."""
 
     name = "bold"
+    report_page = "biaslens.methods.bold.report:render"
     options = BoldOptions  # its section of RunConfig, beside this file
     card = CardSpec("BOLD (open generation)", "generation", {
         "smoke": {"bold": {"sample": 40, "max_new_tokens": 12, "n_permutations": 50, "domains": ["gender", "race"]}},
@@ -362,11 +363,6 @@ class Bold(Suite):
         }
         return SuiteResult(metrics=metrics, entries=entries, analysis=a, verdict="; ".join(sentences) or None,
                            tables={"groups": a["groups"], "gaps": a["gaps"]})
-
-    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        from biaslens.methods.bold.report import render
-
-        return render(result.analysis, result.metrics, run_record=ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         from biaslens.report.terminal import print_table

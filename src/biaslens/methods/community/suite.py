@@ -272,6 +272,7 @@ class Community(Suite):
     15 demographics, scored for sentiment and toxicity, compared with gaps and intervals."""
 
     name = "community"
+    report_page = "biaslens.methods.community.report:render"
     options = CommunityOptions  # its section of RunConfig, beside this file
     card = CardSpec("Community bias (sentiment and toxicity)", "generation", {
         "smoke": {"community": {"n": 1, "max_new_tokens": 12, "min_new_tokens": 0, "n_bootstrap": 200,
@@ -354,11 +355,6 @@ class Community(Suite):
             verdicts += [s["sentence"] for s in sensitivity.values()]
         return SuiteResult(metrics=metrics, entries=entries, tables=derived, analysis=analysis,
                            verdict="; ".join(verdicts) or None)
-
-    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        from biaslens.methods.community.report import render
-
-        return render(analysis=result.analysis, metrics=result.metrics, run_record=ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         _print_summary(ctx.console, result.analysis, result.metrics)

@@ -255,6 +255,7 @@ class Counterfactual(Suite):
     """Your prompts, counterfactually: identity mentions varied, continuations compared between groups."""
 
     name = "counterfactual"
+    report_page = "biaslens.methods.counterfactual.report:render"
     options = CounterfactualOptions  # its section of RunConfig, in options.py beside this file
     card = CardSpec("Your prompts, counterfactually", "generation", {
         "smoke": {"counterfactual": {"samples": 2, "max_new_tokens": 12, "langfair_cosine": False}},
@@ -342,11 +343,6 @@ class Counterfactual(Suite):
                    "langfair": a["langfair"].to_dict("records")}
         return SuiteResult(metrics=metrics, entries=entries, analysis=a, verdict="; ".join(sentences) or None,
                            tables={"gaps": a["gaps"], "fairpair": a["fairpair"], "langfair": a["langfair"]})
-
-    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        from biaslens.methods.counterfactual.report import render
-
-        return render(result.analysis, result.metrics, run_record=ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         console = ctx.console

@@ -65,6 +65,7 @@ class HolisticGeneration(Suite):
     offensiveness, and measure generation bias against its noise floor."""
 
     name = "holistic-generation"
+    report_page = "biaslens.methods.holistic.generation_report:render"
     options = GenerationOptions  # its section of RunConfig, beside this file
     card = CardSpec("HolisticBias generation bias (styles)", "generation", {
         # smoke: 5 axes, 40 prompts, 10 descriptors (the FGB interval needs 8); a sample of all 13 axes
@@ -195,11 +196,6 @@ class HolisticGeneration(Suite):
                            verdict=metrics["verdict"],
                            tables={n: analysis[n] for n in ("responses", "descriptor_clusters", "cluster_bias",
                                                             "fgb_by_axis")})
-
-    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        from biaslens.methods.holistic.generation_report import render
-
-        return render(analysis=result.analysis, metrics=result.metrics, run_record=ctx.record)
 
     def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
         _print_summary(ctx.console, result.metrics)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from biaslens.errors import DatasetError
+from biaslens.options import validation_messages
 
 BUILTIN_DIR = Path(__file__).with_name("data")
 #: the paper's order (Figure 1)
@@ -165,9 +166,7 @@ def load_spec(path: str | Path) -> BiasSpec:
     try:
         return BiasSpec.model_validate(data)
     except ValidationError as e:
-        msgs = [f"{path}: field '{'.'.join(str(p) for p in err['loc']) or '(top level)'}': {err['msg']}"
-                for err in e.errors()]
-        raise RedditBiasError("\n".join(msgs)) from None
+        raise RedditBiasError(validation_messages(e, str(path), BiasSpec)) from None
 
 
 @cache
