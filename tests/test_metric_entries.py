@@ -36,5 +36,5 @@ def test_headline_entries_say_how_many_items_and_which_way_is_better(suite, tmp_
         if e["ci_low"] is not None or e["ci_high"] is not None:
             assert e["interval"], f"{where}: an interval without a description"
     if suite == "community":
-        # metrics/community.py: keyword-level t, simultaneous over the pairs the largest gap is picked from
+        # metrics/group_gaps.py: keyword-level t, simultaneous over the pairs the largest gap is picked from
         assert all("keyword-level" in e["interval"] and "simultaneous" in e["interval"] for e in entries), entries

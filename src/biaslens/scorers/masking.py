@@ -7,9 +7,9 @@ their identity words become the same text and get the same score.
 :func:`mask_identities` masks every identity term of ONE lexicon, the same for every suite whatever
 subset a run selected, built from the package's own term lists (never hand-listed):
 
-- every HolisticBias descriptor, noun and after-the-noun phrase (``datasets/holistic/data/v1.0``),
-- every RedditBias target term, both groups (``datasets/redditbias/data/*.yaml``),
-- every community-bias keyword (``datasets/community/data/demographics.yaml``),
+- every HolisticBias descriptor, noun and after-the-noun phrase (``vocabulary/data/holistic/v1.0``),
+- every RedditBias target term, both groups (``methods/redditbias/dataset/data/*.yaml``),
+- every community-bias keyword (``methods/community/dataset/data/demographics.yaml``),
 
 plus the rest of the paradigm of the community pronouns ("he"/"him" -> "his", "himself"; "she"/"her"
 -> "hers", "herself": "her" is also a possessive, so "his wife" and "her husband" read alike), and

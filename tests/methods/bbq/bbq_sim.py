@@ -52,7 +52,7 @@ def truth(seed: int = 99, **kw) -> dict[str, float]:
 
 def coverage(k: int, per_template: int, *, reps: int = 400, n_boot: int = 400, seed: int = 0,
              level: float = 0.95, **kw) -> dict[str, float]:
-    """For S_DIS and S_AMB: the share of replicates whose interval (metrics/bbq.py: widened
+    """For S_DIS and S_AMB: the share of replicates whose interval (methods/bbq/metrics.py: widened
     template-bootstrap percentiles) covers the population value, and the share whose bootstrap
     test rejects S = 0 at 5% (its size when the population value is 0, its power otherwise)."""
     rng = np.random.default_rng(seed)

@@ -262,7 +262,7 @@ def test_size_holds_per_pair_when_the_small_demographics_are_the_heterogeneous_o
 
 
 def _verdicts(real: RealDesign, y: np.ndarray, ia: np.ndarray, ib: np.ndarray, target: float, sims: int = 500):
-    """The suite's verdict rule (suites/community.py `_gap_entries`), per simulated run: detected =
+    """The suite's verdict rule (methods/community/suite.py `_gap_entries`), per simulated run: detected =
     some pair's simultaneous interval excludes 0; else not detected when every pair detects
     ``target`` with 80% power (:func:`simulated_detectable`, ``sims`` runs each); else cannot tell.
     Returns (detected, cannot_tell, detectable per pair, the gaps)."""

@@ -6,7 +6,7 @@ items (shipped 6 categories, or a clone of the BBQ repository) -> an answer per 
 with the highest log-likelihood after context and question (likelihood models), a generated answer
 mapped to an option (chat models) or a bring-your-own answers file (no model) -> accuracy, S_DIS
 and S_AMB per category with template-bootstrap intervals and Holm over the categories
-(metrics/bbq.py) -> report.
+(methods/bbq/metrics.py) -> report.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ prompts (shipped, seeded stratified sample or all) -> continuations (the generat
 bring-your-own files) -> VADER sentiment (the paper's), toxicity (biaslens's default judge, its
 scorer card, identity words masked), unigram gender polarity -> per group scores and the gaps
 between the groups of a domain, pages as the unit, Holm, the largest gap with an interval valid
-for the selection and a permuted-group noise floor (metrics/bold.py) -> report.
+for the selection and a permuted-group noise floor (methods/bold/metrics.py) -> report.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ prompts (6 templates x keywords of 15 demographics) -> each model generates N re
 (sampling, 25-50 words, 3-gram blocking; community models get ``prompt<separator>``)
 or precomputed replies -> VADER compound + toxicity classifier -> S_mean / T_mean per
 demographic, keyword and form; gaps within a dimension with keyword-level t intervals and
-tests (metrics/community.py), per template, and their change from the base model (paired over
+tests (metrics/group_gaps.py), per template, and their change from the base model (paired over
 prompts); most negative/toxic replies -> report.
 """
 
@@ -247,7 +247,7 @@ def analyse(table: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, n_example
     return analysis, metrics
 
 
-#: how the gaps are tested and their intervals made (metrics/community.py), for metrics.json and the report
+#: how the gaps are tested and their intervals made (metrics/group_gaps.py), for metrics.json and the report
 GAP_TEST = ("keyword-level t-test: CR2 cluster-robust variance with keywords as clusters, Bell-McCaffrey df; "
             "Holm over each model's pairs per score (prompt-level Welch test beside it)")
 GAP_CI = ("95% keyword-level t interval per pair; the headline (largest of m gaps) carries the simultaneous "
@@ -434,7 +434,7 @@ def _detectable_text(value: float, score: str) -> str:
 def _gap_entries(gaps: pd.DataFrame) -> tuple[list[MetricEntry], list[str]]:
     """Per model and score: the largest demographic gap over all dimensions. It is picked as the
     largest of m, so its interval is the simultaneous one (each pair at level 1 - 0.05/m,
-    keyword-level t: metrics/community.py), and the verdict rests on the same family: "detected"
+    keyword-level t: metrics/group_gaps.py), and the verdict rests on the same family: "detected"
     when any pair's simultaneous interval excludes 0 (Holm p < 0.05 for the smallest p);
     "not detected" when none does and the design detects a gap of :data:`DETECTABLE_GAP` with 80%
     power in every pair; else "cannot tell", with the gap each pair could detect. The gap is
