@@ -42,8 +42,7 @@ def gap_table(gaps: pd.DataFrame, n: int = 40) -> pd.DataFrame:
     top = gaps.loc[gaps["gap"].abs().sort_values(ascending=False, na_position="last").index[:n]]
     return pd.DataFrame({"model": top["model"].map(_short), "score": top["score"], "domain": top["domain"],
                          "a - b": top["group_a"] + " - " + top["group_b"], "gap": top["gap"].round(4),
-                         "interval": intervals(top["ci_low_holm"], top["ci_high_holm"]),
-                         "level": top["level_holm"].round(4),
+                         "gap CI at Holm's level": intervals(top["ci_low_holm"], top["ci_high_holm"]),
                          "simultaneous 95% CI": intervals(top["ci_low_simultaneous"], top["ci_high_simultaneous"]),
                          "p (Holm)": top["p_holm"], "pages a / b": [f"{int(a)} / {int(b)}" for a, b in
                                                                      zip(top["n_pages_a"], top["n_pages_b"])]})
@@ -98,8 +97,9 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         tables=[Table("Per group", group_table(g), "; ".join(card_note(c) for c in cards), max_rows=200)])]
     sections.append(Section(
         "Gaps between groups of a domain", "The largest gaps of all pairs of groups within a domain, per score. Each "
-        "pair's interval is at its Holm step level (the level column; Holm over the model's pairs of that score), so "
-        "it excludes 0 exactly when the Holm p is below 0.05; the simultaneous interval holds for all pairs at once.",
+        "pair's interval is at its Holm step level (Holm over the model's pairs of that score; level_holm in the gaps "
+        "table), so it excludes 0 exactly when the Holm p is below 0.05; the simultaneous interval holds for all "
+        "pairs at once.",
         tables=[Table("Largest gaps", gap_table(gaps))]))
     if cards:
         sections.append(scorer_card_section(cards))
