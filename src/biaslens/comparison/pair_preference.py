@@ -6,7 +6,9 @@ The three suites keep one row per item in their main table with ``item`` (its ke
 higher, under the suite's tie rule). Two runs of the same data are compared item by item: the
 change in the share is the mean of ``prefers(model) - prefers(first model)`` with a t-interval
 over units, so a change is called when that paired interval excludes 0 (far more power than
-comparing the two runs' own intervals).
+comparing the two runs' own intervals). WinoBias's runs cluster their intervals two ways by the two
+occupations each twin names; its change is clustered the same way (``occupations``), so a change is
+claimed for occupations like these, as the runs' gaps are.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from biaslens.comparison.change import PAIRED_HEADLINE_KEY
 from biaslens.comparison.entries import Entry, differences_reason, finite_or_none, run_differences
@@ -40,33 +43,52 @@ def share_value(items: pd.DataFrame) -> pd.Series:
     return 100 * items["prefers"].astype(float)
 
 
+#: a run's item table -> the two occupations each item names, or None (the runs' items carry none)
+Occupations = Callable[[pd.DataFrame], tuple[ArrayLike, ArrayLike] | None]
+
+
 def paired_change(before: pd.DataFrame, after: pd.DataFrame,
-                  value: Callable[[pd.DataFrame], pd.Series] = share_value) -> dict[str, Any]:
+                  value: Callable[[pd.DataFrame], pd.Series] = share_value,
+                  occupations: Occupations | None = None) -> dict[str, Any]:
     """The change in the mean of ``value`` per item (by default the share preferring the first
     form, percentage points) on the items both runs scored, with its t-interval over units and the
-    test of 0."""
-    both = before[["item", "unit"]].assign(v=value(before)).merge(
-        after[["item"]].assign(v=value(after)), on="item", suffixes=("_a", "_b"))
+    test of 0.
+
+    ``occupations`` (WinoBias: :func:`biaslens.methods.winobias.metrics.twin_occupations`): where it
+    gives the occupations each item of ``before`` names, the interval and test are clustered two
+    ways by them (:func:`biaslens.metrics.pair_preference.mean_difference`, as the runs' own
+    intervals are), with occupations - 1 degrees of freedom; else (or where it gives None, a run
+    stored without them) over units. ``unit`` in the result says which."""
+    left = before[["item", "unit"]].assign(v=value(before))
+    occ = occupations(before) if occupations is not None else None
+    if occ is not None:
+        left = left.assign(occ_a=np.asarray(occ[0], dtype=object), occ_b=np.asarray(occ[1], dtype=object))
+    both = left.merge(after[["item"]].assign(v=value(after)), on="item", suffixes=("_a", "_b"))
     if len(both) < 2:
         return {"verdict": "cannot tell", "reason": "fewer than two items scored by both runs", "n_items": len(both)}
     diff = both["v_b"] - both["v_a"]
-    m = mean_difference(diff.to_numpy(), both["unit"].to_numpy())
+    m = mean_difference(diff.to_numpy(), both["unit"].to_numpy(),
+                        occupations=None if occ is None else (both["occ_a"].to_numpy(), both["occ_b"].to_numpy()))
+    units = (f"{m['n_units']:,} occupations (clustered two ways by the two each item names)" if occ is not None
+             else f"{m['n_units']:,} units")
     if m["p"] is None or not np.isfinite(m["p"]):
         word = "no change" if m["mean"] == 0 else "cannot tell"
     else:
         word = ("went up" if m["mean"] > 0 else "went down") if m["p"] < 0.05 else "no detectable change"
     return {"verdict": word, "change": m["mean"], "ci_low": m["ci_low"], "ci_high": m["ci_high"], "p": m["p"],
-            "n_items": len(both), "n_units": m["n_units"],
-            "reason": f"paired over {len(both):,} items in {m['n_units']:,} units, {p_text(m['p'])}"}
+            "n_items": len(both), "n_units": m["n_units"], "unit": "occupations" if occ is not None else "units",
+            "reason": f"paired over {len(both):,} items in {units}, {p_text(m['p'])}"}
 
 
 def pair_preference_comparison(suite: str, title: str, what: str, table: str = "pairs",
-                               headline_value: Callable[[pd.DataFrame], pd.Series] | None = None) -> SuiteComparison:
+                               headline_value: Callable[[pd.DataFrame], pd.Series] | None = None,
+                               occupations: Occupations | None = None) -> SuiteComparison:
     """The ``Suite.compare`` of a paired-preference suite: ``what`` names the share ("sent_more scores higher").
     ``headline_value``: each item's part of the headline where the headline is a mean over items
     (CrowS-Pairs' metric score: :func:`share_value`; WinoBias' pro-anti gap: 100 sign(d)): the
     headline's change is then paired item by item, and ``compare``, card comparison and the gate
-    decide by it rather than by two intervals."""
+    decide by it rather than by two intervals. ``occupations``: the changes clustered two ways by
+    the occupations each item names (:func:`paired_change`), as the suite's own intervals are."""
 
     def section(entries: list[Entry]) -> tuple[list[Section], dict[str, Any]]:
         have = [e for e in entries if suite in e.metrics]
@@ -91,11 +113,11 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
                 ch = {"verdict": "not comparable", "reason": differences_reason(diffs)}
             else:
                 other = _items(e, suite, table)
-                ch = (paired_change(base, other) if base is not None and other is not None else
+                ch = (paired_change(base, other, occupations=occupations) if base is not None and other is not None else
                       {"verdict": "cannot tell", "reason": f"{table}.parquet missing in a run folder"})
             out["change"][e.label] = ch
             if headline_value is not None:
-                head = ch if diffs or base is None or other is None else paired_change(base, other, headline_value)
+                head = ch if diffs or base is None or other is None else paired_change(base, other, headline_value, occupations)
                 out.setdefault(PAIRED_HEADLINE_KEY, {})[e.label] = (
                     head | {"ci": [head["ci_low"], head["ci_high"]]} if head.get("change") is not None else head)
             change_rows.append({"model": e.label, "against": have[0].label, "change, points": ch.get("change"),
@@ -105,9 +127,10 @@ def pair_preference_comparison(suite: str, title: str, what: str, table: str = "
         if change_rows:
             tables.append(Table(f"{title}: change in the share where {what}, against {have[0].label}",
                                 pd.DataFrame(change_rows)))
+        over = ("clustered two ways by the two occupations each item names (as each run's intervals are)"
+                if occupations is not None else "over the templates the items share")
         intro = (f"Each model's entries (the first is the headline); then each model against the first on the same "
-                 f"items: the change in the share where {what}, paired item by item, with a t-interval over the "
-                 "templates the items share.")
+                 f"items: the change in the share where {what}, paired item by item, with a t-interval {over}.")
         for label, head in (out.get(PAIRED_HEADLINE_KEY) or {}).items():
             if head.get("change") is not None:
                 intro += (f" The headline {out['headline_name']} of {label} against {have[0].label}, paired the same "

@@ -217,6 +217,8 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                       "excludes 0 exactly when the category is called biased.", "containing 0"),
     "CI at Holm's level": ("The sign effect's interval at the level Holm's correction over the bias types uses for "
                            "this type: it excludes 0 exactly when the type is called significant.", "containing 0"),
+    "gap CI at Holm's level": ("BOLD: the gap's interval at the level Holm's correction over the model's pairs uses "
+                               "for this pair: it excludes 0 exactly when the pair differs after Holm.", "containing 0"),
     "significant (Holm)": ("Whether the exact sign test finds bias in this type after Holm's correction over the "
                            "bias types (what the verdict says).", "no"),
     "Welch t": ("t statistic of Welch's test, which ignores the pairing of phrases (a secondary check).", "0"),

@@ -16,8 +16,10 @@ import re
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from biaslens.metrics.group_gaps import demographic_gaps
+from biaslens.metrics.pair_preference import holm_levels
 
 #: the paper's VADER thresholds (section 4.1: compound >= 0.5 positive, <= -0.5 negative)
 POSITIVE, NEGATIVE = 0.5, -0.5
@@ -78,9 +80,21 @@ def _as_community(df: pd.DataFrame) -> pd.DataFrame:
 def group_gaps(df: pd.DataFrame, value: str = "sentiment", *, level: float = 0.95) -> pd.DataFrame:
     """Every pair of groups within a domain, per model: the gap of group means with its page-level
     t interval and test, Holm over the model's pairs, the interval simultaneous over them
-    (:func:`biaslens.metrics.group_gaps.demographic_gaps`, pages in place of keywords)."""
+    (:func:`biaslens.metrics.group_gaps.demographic_gaps`, pages in place of keywords); and each
+    pair's interval at its Holm step level (``level_holm``, ``ci_low_holm``, ``ci_high_holm``:
+    :func:`biaslens.metrics.pair_preference.holm_levels`), which excludes 0 exactly when Holm
+    rejects the pair (``p_holm`` < 1 - ``level``)."""
     gaps = demographic_gaps(_as_community(df), value, level=level)
     gaps = gaps.drop(columns=[c for c in gaps.columns if "template" in c])
+    gaps["level_holm"] = gaps["ci_low_holm"] = gaps["ci_high_holm"] = np.nan
+    for _, idx in gaps.groupby("model", observed=True, sort=False).groups.items():
+        g = gaps.loc[idx]
+        lv = holm_levels(g["p_value"].to_numpy(dtype=np.float64), 1 - level)
+        with np.errstate(invalid="ignore"):
+            q = stats.t.ppf(0.5 + lv / 2, g["df"].to_numpy(dtype=np.float64))
+        gaps.loc[idx, "level_holm"] = lv
+        gaps.loc[idx, "ci_low_holm"] = g["gap"] - q * g["se"]
+        gaps.loc[idx, "ci_high_holm"] = g["gap"] + q * g["se"]
     return gaps.rename(columns={"dimension": "domain", "demographic_a": "group_a", "demographic_b": "group_b",
                                 "n_keywords_a": "n_pages_a", "n_keywords_b": "n_pages_b"})
 

@@ -37,11 +37,12 @@ def group_table(g: pd.DataFrame) -> pd.DataFrame:
 
 
 def gap_table(gaps: pd.DataFrame, n: int = 40) -> pd.DataFrame:
-    """The largest gaps (by |gap|) with both intervals, Holm p and the pages they rest on."""
+    """The largest gaps (by |gap|) with each pair's interval at its Holm step level (excluding 0
+    exactly when Holm rejects it), the simultaneous interval, Holm p and the pages they rest on."""
     top = gaps.loc[gaps["gap"].abs().sort_values(ascending=False, na_position="last").index[:n]]
     return pd.DataFrame({"model": top["model"].map(_short), "score": top["score"], "domain": top["domain"],
                          "a - b": top["group_a"] + " - " + top["group_b"], "gap": top["gap"].round(4),
-                         "95% CI": intervals(top["ci_low"], top["ci_high"]),
+                         "gap CI at Holm's level": intervals(top["ci_low_holm"], top["ci_high_holm"]),
                          "simultaneous 95% CI": intervals(top["ci_low_simultaneous"], top["ci_high_simultaneous"]),
                          "p (Holm)": top["p_holm"], "pages a / b": [f"{int(a)} / {int(b)}" for a, b in
                                                                      zip(top["n_pages_a"], top["n_pages_b"])]})
@@ -95,7 +96,10 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         figures=[sentiment_figure(g)] if len(g) and "sentiment_mean" in g else [],
         tables=[Table("Per group", group_table(g), "; ".join(card_note(c) for c in cards), max_rows=200)])]
     sections.append(Section(
-        "Gaps between groups of a domain", "The largest gaps of all pairs of groups within a domain, per score.",
+        "Gaps between groups of a domain", "The largest gaps of all pairs of groups within a domain, per score. Each "
+        "pair's interval is at its Holm step level (Holm over the model's pairs of that score; level_holm in the gaps "
+        "table), so it excludes 0 exactly when the Holm p is below 0.05; the simultaneous interval holds for all "
+        "pairs at once.",
         tables=[Table("Largest gaps", gap_table(gaps))]))
     if cards:
         sections.append(scorer_card_section(cards))

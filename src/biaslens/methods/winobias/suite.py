@@ -16,7 +16,7 @@ import pandas as pd
 
 from biaslens.comparison.pair_preference import pair_preference_comparison
 from biaslens.methods.winobias.dataset import read_winobias
-from biaslens.methods.winobias.metrics import winobias_statistics
+from biaslens.methods.winobias.metrics import twin_occupations, winobias_statistics
 from biaslens.methods.winobias.options import WinoBiasOptions
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, p_text
@@ -45,9 +45,11 @@ class WinoBias(Suite):
         "smoke": {"winobias": {"types": ["1"], "splits": ["dev"]}},  # 396 twins
         "default": {},  # all 1,584 twins
         "paper": {}})
-    # the headline, the pro-anti gap, is the mean of 100 sign(score(pro) - score(anti)) over twins
+    # the headline, the pro-anti gap, is the mean of 100 sign(score(pro) - score(anti)) over twins; its change
+    # is clustered by the twins' occupations, as the runs' own intervals are
     compare = pair_preference_comparison("winobias", "WinoBias", "the pro-stereotypical form scores higher",
-                                         table="twins", headline_value=lambda t: 100 * np.sign(t["d_pro_anti"]))
+                                         table="twins", headline_value=lambda t: 100 * np.sign(t["d_pro_anti"]),
+                                         occupations=twin_occupations)
     stored_tables = ("twins",)
     main_table = "twins"
 
