@@ -18,7 +18,11 @@ import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 
 @contextlib.contextmanager
@@ -139,3 +143,39 @@ def jsonable(obj: Any) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """JSON (NaN written as null), atomically: a reader sees the old file or the new one."""
     write_atomic(path, json.dumps(jsonable(data), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def write_table(df: pd.DataFrame | pa.Table, path: str | Path) -> Path:
+    """Write a sentence table as CSV or Parquet, chosen by the file extension.
+
+    Args:
+        df: The table (pandas DataFrame or pyarrow Table).
+        path: Destination ending in ``.csv``, ``.csv.gz`` or ``.parquet``/``.pq``.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: Unsupported extension.
+    """
+    path = Path(path)
+    name = path.name.lower()
+    is_arrow = type(df).__module__.startswith("pyarrow")
+    if name.endswith((".parquet", ".pq")):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = df if is_arrow else pa.Table.from_pandas(df, preserve_index=False)
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp)
+    elif name.endswith((".csv", ".csv.gz")):
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):  # a pyarrow Table
+            df = df.to_pandas()
+        with atomic_path(path) as tmp:
+            df.to_csv(tmp, index=False, compression="gzip" if name.endswith(".gz") else None)
+    else:
+        raise ValueError(f"{path}: unsupported output format; use a .csv, .csv.gz or .parquet file name")
+    return path
+

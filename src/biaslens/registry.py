@@ -19,5 +19,14 @@ SUITES: dict[str, str] = {
     "counterfactual": "biaslens.methods.counterfactual.suite:Counterfactual",
 }
 
+#: each method's own CLI commands (its training and its dataset tables): "module:function", the function
+#: called with the CLI app and its `dataset` group when the CLI starts
+COMMANDS: dict[str, str] = {
+    "holistic": "biaslens.methods.holistic.commands:register",
+    "redditbias": "biaslens.methods.redditbias.commands:register",
+    "community": "biaslens.methods.community.commands:register",
+    "fairpair": "biaslens.methods.fairpair.commands:register",
+}
+
 #: suites that later issues add; named here so a user gets a clear message
 PLANNED: tuple[str, ...] = ()

@@ -14,11 +14,8 @@ import typer
 from typer.core import TyperGroup
 
 from biaslens.cli.check_backend import check_backend_command
-from biaslens.cli.common import CACHE_DIR, TABLE_FORMAT, TABLE_OUT, console, fail, guard
+from biaslens.cli.common import CACHE_DIR, console, fail, guard
 from biaslens.cli.compare import compare as compare_command
-from biaslens.cli.debias import debias_app
-from biaslens.cli.downstream import downstream_app
-from biaslens.cli.finetune import finetune_app
 from biaslens.cli.options import GroupedOptions, generated_command, load_config
 from biaslens.cli.output import JSON_HELP, command_output, run_json
 from biaslens.config import RunConfig
@@ -70,17 +67,16 @@ app = typer.Typer(rich_markup_mode=None, cls=_ReadableHelp,
 dataset_app = typer.Typer(rich_markup_mode=None, help="Build and export datasets.", no_args_is_help=True)
 cache_app = typer.Typer(rich_markup_mode=None, help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
-__import__("biaslens.cli.export", fromlist=["x"]).register_dataset_commands(dataset_app)
 __import__("biaslens.cli.export", fromlist=["x"]).register_shipped_tables(dataset_app)
 app.add_typer(cache_app, name="cache")
-app.add_typer(debias_app, name="debias")
+# each method's own commands (its training, its dataset tables), from the registry
+for _target in __import__("biaslens.registry", fromlist=["x"]).COMMANDS.values():
+    _module, _, _function = _target.partition(":")
+    getattr(__import__(_module, fromlist=["x"]), _function)(app, dataset_app)
 app.command("compare")(compare_command)
 app.command("check-backend")(check_backend_command)
 app.command("card")(__import__("biaslens.cli.card", fromlist=["card"]).card)
 app.command("leaderboard")(__import__("biaslens.cli.leaderboard", fromlist=["leaderboard"]).leaderboard)
-app.add_typer(downstream_app, name="downstream")
-app.add_typer(finetune_app, name="finetune")
-app.add_typer(__import__("biaslens.cli.tune", fromlist=["tune_app"]).tune_app, name="tune")
 app.add_typer(__import__("biaslens.cli.export", fromlist=["export_app"]).export_app, name="export")
 
 @app.callback()
@@ -196,53 +192,6 @@ def _report(run_dir: Path):
         raise ConfigError(f"{run_dir}: no such folder")
     path = rerender_card(run_dir, console=console) if is_card(run_dir) else rerender(run_dir, console=console)
     typer.echo(str(path))
-
-
-@dataset_app.command("holistic")
-def dataset_holistic(
-    out: Path = TABLE_OUT,
-    format: Optional[str] = TABLE_FORMAT,
-    dataset_dir: Optional[Path] = typer.Option(None, help="Folder in the official HolisticBias format (default: built-in v1.0)."),
-    extra_dataset_file: Optional[list[Path]] = typer.Option(None, "--extra-dataset-file", metavar="<file>", help="Your own JSON files, merged in (repeatable)."),
-    variants: bool = typer.Option(False, "--variants", help="Apply the paper's four stylistic variations (seeded)."),
-    seed: int = typer.Option(0, help="Seed for --variants."),
-    fix_articles: bool = typer.Option(False, "--fix-articles", help="Correct 'a 80-year-old' -> 'an 80-year-old' etc. (deviates from the reference)."),
-):
-    """Write the HolisticBias sentence table."""
-    if format == "hf" or (format is None and not out.suffix):
-        from biaslens.cli.export import write_dataset
-        from biaslens.cli.tables import holistic_table
-
-        if variants:
-            fail("--variants: not available with --format hf")
-        return guard(write_dataset, "holistic", lambda: holistic_table(dataset_dir, extra_dataset_file,
-                                                                       fix_articles=fix_articles), out, "hf")
-    guard(_dataset_holistic, out, dataset_dir, extra_dataset_file, variants, seed, fix_articles)
-
-
-def _dataset_holistic(out, dataset_dir, extra, variants, seed, fix_articles):
-    from biaslens.config import ConfigError
-    from biaslens.methods.holistic.dataset import (
-        add_variants,
-        build_sentence_table,
-        build_sentences,
-        load_holistic_dataset,
-        write_table,
-    )
-
-    if not out.name.lower().endswith((".csv", ".csv.gz", ".parquet", ".pq")):
-        raise ConfigError(f"--out {out}: unsupported format; use a .csv, .csv.gz or .parquet file name")
-    ds = load_holistic_dataset(dataset_dir, extra_files=list(extra or []))
-    if variants:
-        df = add_variants(build_sentences(ds, fix_articles=fix_articles), seed=seed)
-        n, n_unique = len(df), df["text"].nunique()
-    else:
-        # the Arrow path never builds a pandas frame: a third of the memory
-        df = build_sentence_table(ds, fix_articles=fix_articles)
-        n, n_unique = df.num_rows, len(df.column("text").unique())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_table(df, out)
-    typer.echo(f"wrote {n:,} sentences ({n_unique:,} unique texts) to {out}")  # a result: standard output
 
 
 @cache_app.command("info")

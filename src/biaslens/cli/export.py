@@ -7,8 +7,6 @@ from typing import Optional
 
 import typer
 
-from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
-
 export_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
                          help="Export a suite's items for another evaluation tool.")
 
@@ -36,12 +34,16 @@ def export_lm_eval(
 
 
 def _export_lm_eval(**a):
+    import importlib
+
     from biaslens.config import ConfigError, RunConfig
     from biaslens.environment import default_console
-    from biaslens.methods.holistic.likelihood import export_lm_eval
+    from biaslens.registry import SUITES
+    from biaslens.suites import suite_class
 
-    if a["suite"] not in ("holistic-likelihood", "redditbias"):
-        raise ConfigError(f"--suite {a['suite']}: holistic-likelihood and redditbias export to lm-eval (a "
+    exporting = [name for name in SUITES if suite_class(name).lm_eval_export]
+    if a["suite"] not in exporting:
+        raise ConfigError(f"--suite {a['suite']}: {' and '.join(exporting)} export to lm-eval (a "
                           "likelihood per text); the others generate text")
     overrides: dict = {"suite": a["suite"]}
     rb = {k: a[k] for k in ("data_dir", "split", "max_template_pairs") if a[k] is not None}
@@ -63,12 +65,8 @@ def _export_lm_eval(**a):
     if a["extra_dataset_file"]:
         overrides["extra_dataset_files"] = list(a["extra_dataset_file"])
     config = RunConfig.validated(overrides, source="flags")
-    if a["suite"] == "redditbias":
-        from biaslens.methods.redditbias.suite import export_lm_eval as export_redditbias
-
-        info = export_redditbias(config, a["out"])
-    else:
-        info = export_lm_eval(config, a["out"])
+    module, _, function = (suite_class(a["suite"]).lm_eval_export or "").partition(":")
+    info = getattr(importlib.import_module(module), function)(config, a["out"])
     asked = config.sample if a["suite"] == "holistic-likelihood" and not config.full else None
     size = (f" ({asked:,} requested: the stratified sample keeps whole axis/template/descriptor groups, as a run "
             "does)" if asked is not None and asked != info["n_rows"] else "")
@@ -83,7 +81,7 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
     import biaslens
     from biaslens.config import ConfigError
     from biaslens.environment import default_console
-    from biaslens.methods.holistic.dataset import write_table
+    from biaslens.fileio import write_table
 
     lower = out.name.lower()
     fmt = fmt or ("csv" if lower.endswith((".csv", ".csv.gz")) else "parquet" if lower.endswith((".parquet", ".pq"))
@@ -106,47 +104,6 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_table(df, out)
     default_console().print(f"wrote {len(df):,} rows of {name} to {out} ({fmt})", markup=False)
-
-
-def register_dataset_commands(dataset_app: typer.Typer) -> None:
-    """`biaslens dataset redditbias|fairpair|community`: their tables in Parquet, CSV or the HF format."""
-
-    @dataset_app.command("redditbias")
-    def dataset_redditbias(
-        out: Path = TABLE_OUT,
-        format: Optional[str] = TABLE_FORMAT,
-        bias_types: Optional[str] = typer.Option(None, "--bias-types", help="Comma-separated bias types [default all five]."),
-        max_pairs: int = typer.Option(400, "--max-pairs", help="Pairs per bias type, seeded sample (as a run without --data-dir)."),
-        seed: int = typer.Option(0, help="Seed of the sample."),
-    ):
-        """Write the RedditBias phrase pairs built from the bias specifications."""
-        from biaslens.cli.common import guard
-        from biaslens.cli.tables import redditbias_table
-
-        types = [s.strip() for s in bias_types.split(",") if s.strip()] if bias_types else None
-        guard(write_dataset, "redditbias", lambda: redditbias_table(types, max_pairs=max_pairs, seed=seed), out, format)
-
-    @dataset_app.command("fairpair")
-    def dataset_fairpair(
-        out: Path = TABLE_OUT,
-        format: Optional[str] = TABLE_FORMAT,
-    ):
-        """Write the FairPair Common Sents prompt pairs (the paper's 60 occupations)."""
-        from biaslens.cli.common import guard
-        from biaslens.cli.tables import fairpair_table
-
-        guard(write_dataset, "fairpair", fairpair_table, out, format)
-
-    @dataset_app.command("community")
-    def dataset_community(
-        out: Path = TABLE_OUT,
-        format: Optional[str] = TABLE_FORMAT,
-    ):
-        """Write the community-bias prompts (the paper's templates x demographics)."""
-        from biaslens.cli.common import guard
-        from biaslens.cli.tables import community_table
-
-        guard(write_dataset, "community", community_table, out, format)
 
 
 #: `biaslens dataset <name>`: the shipped data of the suites that read a fixed dataset (name ->

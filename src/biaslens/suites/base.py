@@ -183,6 +183,9 @@ class Suite:
     #: the report page's renderer, "module:function" taking ``analysis=, metrics=, run_record=``,
     #: imported when a report is rendered; a suite whose page needs more overrides ``render``
     report_page: ClassVar[str | None] = None
+    #: ``biaslens export lm-eval --suite NAME``: "module:function" writing its texts as an
+    #: lm-evaluation-harness task, ``function(config, out) -> {"n_rows", "task"}`` (None: no export)
+    lm_eval_export: ClassVar[str | None] = None
     #: its own comparison in ``biaslens compare`` (None: compared by its headline entry)
     compare: ClassVar[SuiteComparison | None] = None
     #: the entries that rest on a judge: entry name (or the part before its first ".") -> (the

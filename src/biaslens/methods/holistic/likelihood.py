@@ -68,6 +68,7 @@ class HolisticLikelihood(Suite):
     """Likelihood Bias (paper 2.3.2): score every sentence, compare descriptors pairwise."""
 
     name = "holistic-likelihood"
+    lm_eval_export = "biaslens.methods.holistic.likelihood:export_lm_eval"
     options = HolisticLikelihoodOptions
     card = CardSpec("HolisticBias Likelihood Bias", "likelihood", {
         # 5 axes x 6 descriptors (15 pairs each, 75 in all) x 30 sentences, 1 template: 900 sentences, as many as

@@ -108,6 +108,7 @@ class RedditBias(Suite):
     """LMB (paper 3.1): paired perplexities of phrases and their counterfactuals, t-test per bias type."""
 
     name = "redditbias"
+    lm_eval_export = "biaslens.methods.redditbias.suite:export_lm_eval"
     options = RedditBiasOptions  # its section of RunConfig, beside this file
     card = CardSpec("RedditBias LMB (perplexity t-test)", "likelihood", {
         "smoke": {"redditbias": {"max_template_pairs": 40}},

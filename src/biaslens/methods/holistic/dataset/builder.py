@@ -8,12 +8,11 @@ Python string objects are ever created.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from biaslens.fileio import atomic_path
+from biaslens.fileio import atomic_path, write_table  # noqa: F401  (write_table re-exported)
 from biaslens.vocabulary.articles import choose_article
 from biaslens.vocabulary.schema import HolisticDataset
 
@@ -279,36 +278,3 @@ def likelihood_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[mask.to_numpy()]
 
 
-def write_table(df: pd.DataFrame | pa.Table, path: str | Path) -> Path:
-    """Write a sentence table as CSV or Parquet, chosen by the file extension.
-
-    Args:
-        df: The table (pandas DataFrame or pyarrow Table).
-        path: Destination ending in ``.csv``, ``.csv.gz`` or ``.parquet``/``.pq``.
-
-    Returns:
-        The path written.
-
-    Raises:
-        ValueError: Unsupported extension.
-    """
-    path = Path(path)
-    name = path.name.lower()
-    is_arrow = type(df).__module__.startswith("pyarrow")
-    if name.endswith((".parquet", ".pq")):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = df if is_arrow else pa.Table.from_pandas(df, preserve_index=False)
-        with atomic_path(path) as tmp:
-            pq.write_table(table, tmp)
-    elif name.endswith((".csv", ".csv.gz")):
-        import pandas as pd
-
-        if not isinstance(df, pd.DataFrame):  # a pyarrow Table
-            df = df.to_pandas()
-        with atomic_path(path) as tmp:
-            df.to_csv(tmp, index=False, compression="gzip" if name.endswith(".gz") else None)
-    else:
-        raise ValueError(f"{path}: unsupported output format; use a .csv, .csv.gz or .parquet file name")
-    return path

@@ -1,14 +1,21 @@
-"""``biaslens debias {cda,lmd,add,hd}``: RedditBias debiasing, one command per method."""
+"""RedditBias's commands: ``biaslens debias {cda,lmd,add,hd}`` (debiasing, one command per method),
+``biaslens downstream {dst,generation}`` (dialog tasks that check a debiased model stays useful) and
+``biaslens dataset redditbias``; registered by the CLI from :data:`biaslens.registry.COMMANDS`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 from biaslens.cli.options import generated_command, load_config
-from biaslens.methods.redditbias.options import DebiasConfig
+from biaslens.methods.redditbias.options import DebiasConfig, DownstreamConfig
 from biaslens.options import flag_specs
 
 debias_app = typer.Typer(rich_markup_mode=None,
@@ -116,3 +123,92 @@ def evaluate_model(model_dir: Path, bias_type: str, data_dir: Optional[Path], sp
                                "seed": seed, "redditbias": rb}, source="debias --evaluate")
     api_run(cfg, console=console)
     return model_dir / "eval"
+
+
+downstream_app = typer.Typer(rich_markup_mode=None, help="Dialog tasks on your data (RedditBias paper 3.2): state tracking and response "
+                                  "generation; results feed `biaslens compare`.", no_args_is_help=True)
+
+
+def _out(model: str, out: Optional[Path], task: str) -> Path:
+    if out is not None:
+        return out
+    if Path(model).is_dir():
+        return Path(model) / f"downstream-{task}"  # found by `biaslens compare MODEL`
+    raise typer.BadParameter("--out is needed when --model is not a local folder")
+
+
+#: the flags of both downstream commands: one per field of DownstreamConfig (biaslens.options)
+DOWNSTREAM_FLAGS = flag_specs(DownstreamConfig)
+
+
+def _command(task: str, doc: str):
+    def command(**a):
+        from biaslens.cli.common import guard
+
+        guard(_run, task, a)
+
+    command.__doc__ = doc
+    command.__name__ = task
+    return generated_command(command, [], DOWNSTREAM_FLAGS, f"downstream {task}", example="-S epochs=2")
+
+
+downstream_app.command("dst")(_command("dst", "Dialog state tracking: binary slot-value classification, F1."))
+downstream_app.command("generation")(_command(
+    "generation", "Response generation: BLEU-4, NIST-2, METEOR, Entropy-4, Dist-2."))
+
+
+def _run(task: str, values: dict) -> None:
+    from biaslens.cli.output import results_console
+    from biaslens.methods.redditbias.downstream import DownstreamDataError, run_dst, run_generation
+    from biaslens.models import model_folder
+
+    c = load_config(DownstreamConfig, DOWNSTREAM_FLAGS, values)
+    model, train, test = c.model, c.train, c.test
+    for f in (train, test):
+        if not f.is_file():
+            raise DownstreamDataError(f"{f}: no such file")
+    folder = _out(model, c.out, task)
+    fn = run_dst if task == "dst" else run_generation
+    metrics = fn(model_folder(model), train, test, folder, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr,
+                 max_steps=c.max_steps)
+    console = results_console()  # the scores and the metrics path: standard output
+    shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} –" for k, v in metrics["scores"].items())
+    console.print(f"{task}: {shown}")
+    for k, why in (metrics.get("skipped") or {}).items():
+        console.print(f"{k} skipped: {why}")
+    console.print(f"metrics: [bold]{folder / 'metrics.json'}[/bold]")
+
+
+def redditbias_table(bias_types: list[str] | None = None, *, max_pairs: int | None = 400, seed: int = 0) -> pd.DataFrame:
+    """The spec-template phrase pairs of each bias type, as a run without --data-dir scores them."""
+    from biaslens.methods.redditbias.dataset import resolve_specs, template_pairs
+
+    specs = resolve_specs(bias_types, [])
+    parts = [template_pairs(spec, max_pairs=max_pairs, seed=seed).assign(bias_type=name, view="target",
+                                                                        source="templates")
+             for name, spec in specs.items()]
+    import pandas as pd
+
+    df = pd.concat(parts, ignore_index=True)
+    return df[["bias_type", "view", "source"] + [c for c in df.columns if c not in ("bias_type", "view", "source")]]
+
+
+def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
+    """The CLI's RedditBias commands."""
+    app.add_typer(debias_app, name="debias")
+    app.add_typer(downstream_app, name="downstream")
+
+    @dataset_app.command("redditbias")
+    def dataset_redditbias(
+        out: Path = TABLE_OUT,
+        format: Optional[str] = TABLE_FORMAT,
+        bias_types: Optional[str] = typer.Option(None, "--bias-types", help="Comma-separated bias types [default all five]."),
+        max_pairs: int = typer.Option(400, "--max-pairs", help="Pairs per bias type, seeded sample (as a run without --data-dir)."),
+        seed: int = typer.Option(0, help="Seed of the sample."),
+    ):
+        """Write the RedditBias phrase pairs built from the bias specifications."""
+        from biaslens.cli.common import guard
+        from biaslens.cli.export import write_dataset
+
+        types = [s.strip() for s in bias_types.split(",") if s.strip()] if bias_types else None
+        guard(write_dataset, "redditbias", lambda: redditbias_table(types, max_pairs=max_pairs, seed=seed), out, format)

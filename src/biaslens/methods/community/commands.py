@@ -1,8 +1,17 @@
-"""``biaslens finetune ...``: commands that produce a model folder every suite can use."""
+"""Community bias's commands: ``biaslens finetune community`` (a model fine-tuned on one community's
+posts) and ``biaslens dataset community``; registered by the CLI from :data:`biaslens.registry.COMMANDS`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
 import typer
+
+from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from biaslens.cli.options import generated_command, load_config
 from biaslens.methods.community.options import FinetuneCommunityConfig
@@ -61,3 +70,26 @@ def _finetune_community(values: dict) -> None:
     console.print(t.summary())
     console.print(f"model folder: [bold]{res.out}[/bold] (separator {res.separator!r}); "
                   f"compare it with: biaslens run community --community-model {res.out}")
+
+
+def community_table(dimensions: list[str] | None = None) -> pd.DataFrame:
+    """Every community-bias prompt (the paper's templates x demographics)."""
+    from biaslens.methods.community.dataset import build_prompts
+
+    return build_prompts(dimensions=dimensions)
+
+
+def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
+    """The CLI's community-bias commands."""
+    app.add_typer(finetune_app, name="finetune")
+
+    @dataset_app.command("community")
+    def dataset_community(
+        out: Path = TABLE_OUT,
+        format: Optional[str] = TABLE_FORMAT,
+    ):
+        """Write the community-bias prompts (the paper's templates x demographics)."""
+        from biaslens.cli.common import guard
+        from biaslens.cli.export import write_dataset
+
+        guard(write_dataset, "community", community_table, out, format)
