@@ -93,6 +93,17 @@ def occupation_variance(resid: np.ndarray, occupations: tuple[ArrayLike, ArrayLi
     return max(var, var_pair), g
 
 
+def _scored(diffs: ArrayLike, clusters: ArrayLike | None, occupations: tuple[ArrayLike, ArrayLike] | None
+            ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None, int]:
+    """The scored differences (missing ones left out, counted), their units and their occupations."""
+    d = np.asarray(diffs, dtype=np.float64)
+    ok = ~np.isnan(d)
+    units = _units(d.shape[0], clusters)[ok]
+    occ = None if occupations is None else (np.asarray(occupations[0], dtype=object)[ok],
+                                            np.asarray(occupations[1], dtype=object)[ok])
+    return d[ok], units, occ, int((~ok).sum())
+
+
 def _variance(resid: np.ndarray, units: np.ndarray, occupations: tuple[np.ndarray, np.ndarray] | None
               ) -> tuple[float, int]:
     return _cluster_variance(resid, units) if occupations is None else occupation_variance(resid, occupations)
@@ -118,14 +129,9 @@ def share_preferred(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
     >>> round(r["ci_low"], 1), round(r["ci_high"], 1), round(r["p"], 3)
     (35.7, 90.7, 0.238)
     """
-    d = np.asarray(diffs, dtype=np.float64)
-    ok = ~np.isnan(d)
-    units = _units(d.shape[0], clusters)[ok]
-    occ = None if occupations is None else (np.asarray(occupations[0], dtype=object)[ok],
-                                            np.asarray(occupations[1], dtype=object)[ok])
-    d = d[ok]
+    d, units, occ, n_missing = _scored(diffs, clusters, occupations)
     n = int(d.shape[0])
-    out: dict[str, Any] = {"n": n, "n_missing": int((~ok).sum()), "ties": int((d == 0).sum()), "level": level}
+    out: dict[str, Any] = {"n": n, "n_missing": n_missing, "ties": int((d == 0).sum()), "level": level}
     if n < 2:
         return out | {"share": float(100 * (d > 0).mean()) if n else None, "ci_low": None, "ci_high": None,
                       "p": None, "sign_p": None, "df": None, "n_units": n, "n_eff": float(n), "deff": 1.0,
@@ -178,14 +184,9 @@ def mean_difference(diffs: ArrayLike, clusters: ArrayLike | None = None, *, leve
     >>> r["mean"], round(r["ci_low"], 3), round(r["ci_high"], 3), r["df"]
     (1.0, -1.054, 3.054, 3.0)
     """
-    d = np.asarray(diffs, dtype=np.float64)
-    ok = ~np.isnan(d)
-    units = _units(d.shape[0], clusters)[ok]
-    occ = None if occupations is None else (np.asarray(occupations[0], dtype=object)[ok],
-                                            np.asarray(occupations[1], dtype=object)[ok])
-    d = d[ok]
+    d, units, occ, n_missing = _scored(diffs, clusters, occupations)
     n = int(d.shape[0])
-    out: dict[str, Any] = {"n": n, "n_missing": int((~ok).sum()), "level": level}
+    out: dict[str, Any] = {"n": n, "n_missing": n_missing, "level": level}
     if n < 2:
         return out | {"mean": float(d.mean()) if n else None, "ci_low": None, "ci_high": None, "se": None,
                       "df": None, "t": None, "p": None, "n_units": n, "sd_units": None, "detectable": None}
