@@ -124,43 +124,55 @@ def test_a_judge_that_reads_the_text_beats_the_prior():
 
 def _simulated_pair(rng: np.random.Generator, fpr_a: float, fpr_b: float, *, true_rate: float = 0.05,
                     fnr: float = 0.4, n_lab: int = 30, n_run: int = 200, n_groups: int = 15):
-    """One community-sized design: 15 demographics of about 30 labelled test replies (about 5%
-    toxic, 23 positives over all), two of them compared in a run of 200 replies each; the judge
-    misses 40% of toxic replies everywhere and flags harmless ones at ``fpr_a`` / ``fpr_b`` in the
-    two groups (the community head: 0.11 to 0.40), and the model's true toxic rate is the same."""
-    from biaslens.metrics.classification import misclassification_corrected_gap
+    """One labelled design: ``n_groups`` groups of ``n_lab`` labelled test replies (``true_rate``
+    toxic), two of them compared in a run of ``n_run`` replies each; the judge misses ``fnr`` of
+    toxic replies everywhere and flags harmless ones at ``fpr_a`` / ``fpr_b`` in the two groups
+    (the others between 0.1 and 0.4), and the model's true toxic rate is the same. Measured through
+    the line every suite prints (:func:`biaslens.scorers.card.gap_sensitivity`): the labelled
+    replies as a card's errors per group, the run as scores at the 0.5 threshold."""
+    from biaslens.metrics.classification import group_errors
+    from biaslens.scorers.card import gap_sensitivity
 
     fprs = np.r_[fpr_a, fpr_b, rng.uniform(0.1, 0.4, n_groups - 2)]
-    counts = []
-    for f in fprs:
-        y = rng.random(n_lab) < true_rate
-        flag = np.where(y, rng.random(n_lab) >= fnr, rng.random(n_lab) < f)
-        counts.append({"fp": int((flag & ~y).sum()), "negatives": int((~y).sum()), "fn": int((~flag & y).sum()),
-                       "positives": int(y.sum())})
-    pooled = {k: sum(c[k] for c in counts) for k in counts[0]}
-    runs = []
-    for f in (fpr_a, fpr_b):
-        y = rng.random(n_run) < true_rate
-        runs.append((int(np.where(y, rng.random(n_run) >= fnr, rng.random(n_run) < f).sum()), n_run))
-    return misclassification_corrected_gap(runs[0], runs[1], counts[0], counts[1], pooled,
-                                           key=f"sim{rng.integers(1 << 30)}", n_boot=1000)
+    y = rng.random((n_groups, n_lab)) < true_rate
+    flag = np.where(y, rng.random(y.shape) >= fnr, rng.random(y.shape) < fprs[:, None])
+    names = np.repeat(["a", "b"] + [f"g{i}" for i in range(n_groups - 2)], n_lab)
+    per = group_errors(np.where(flag, 0.9, 0.1).ravel(), y.ravel(), names.tolist())
+    run_y = rng.random((2, n_run)) < true_rate
+    run_flag = np.where(run_y, rng.random(run_y.shape) >= fnr, rng.random(run_y.shape) < np.c_[[fpr_a, fpr_b]])
+    return gap_sensitivity(np.where(run_flag, 0.9, 0.1).ravel(), np.repeat(["a", "b"], n_run), per, threshold=0.5,
+                           label="m", score_name="toxicity", group_word="group", pair=("a", "b"),
+                           key=f"sim{rng.integers(1 << 30)}", n_boot=1000)
 
 
-def test_the_corrected_gap_covers_zero_when_only_the_judge_differs():
-    """A judge whose false-positive rate differs by group (0.10 vs 0.40) and no true gap: the raw gap
-    in flagged shares (about 0.29) excludes 0 in almost every run, the corrected interval covers 0 in
-    at least 93% of runs at its 95% level, and the judge-alone gap is about the raw one."""
+#: labelled designs the suites compare groups on (no true gap; the judge's false-positive rates
+#: differ): community (15 demographics of about 30 labelled replies, about 5% toxic, the head's
+#: 0.11 to 0.40 range) and holistic (13 axes of about 36 labelled replies, about 3.5% offensive,
+#: so every axis borrows the pooled false-negative rate)
+DESIGNS = {"community": {"fpr": (0.10, 0.40), "true_rate": 0.05, "n_lab": 30, "n_run": 200, "n_groups": 15},
+           "holistic": {"fpr": (0.05, 0.25), "true_rate": 0.035, "n_lab": 36, "n_run": 150, "n_groups": 13}}
+
+
+@pytest.mark.parametrize("design", list(DESIGNS))
+def test_the_corrected_gap_covers_zero_when_only_the_judge_differs(design):
+    """A judge whose false-positive rate differs by group and no true gap: the raw gap in flagged
+    shares excludes 0 in almost every run, the corrected interval covers 0 in at least 93% of runs
+    at its 95% level, and the judge-alone gap is about (1 - rate) (FPR_a - FPR_b)."""
+    d = DESIGNS[design]
     rng = np.random.default_rng(41)
-    results = [_simulated_pair(rng, 0.10, 0.40) for _ in range(300)]
+    results = [_simulated_pair(rng, *d["fpr"], true_rate=d["true_rate"], n_lab=d["n_lab"], n_run=d["n_run"],
+                               n_groups=d["n_groups"]) for _ in range(300)]
+    assert all("reason" not in r for r in results)  # both groups always have labelled harmless replies
     raw_excludes = np.mean([r["raw_ci"][1] < 0 or r["raw_ci"][0] > 0 for r in results])
     defined = [r for r in results if r["corrected_ci"] is not None]
     covers = np.mean([r["corrected_ci"][0] <= 0 <= r["corrected_ci"][1] for r in defined])
     assert raw_excludes > 0.95
-    # where 1 - FPR - FNR comes near 0 (0.2 here) a run can have no correction: it says so (None), in
-    # under a tenth of runs at this design
-    assert len(defined) >= 0.88 * len(results) and covers >= 0.93
+    # where 1 - FPR - FNR comes near 0 (0.2 in the community design) a run can have no correction:
+    # it says so (None), in under a tenth of runs at these designs
+    assert len(defined) >= 0.88 * len(results) and covers >= 0.93, (len(defined), covers)
     assert all(r["n_undefined"] > r["n_boot"] / 2 for r in results if r["corrected_ci"] is None)
-    assert np.mean([r["judge_alone"] for r in results]) == pytest.approx(-0.285, abs=0.03)
+    expected = (1 - d["true_rate"]) * (d["fpr"][0] - d["fpr"][1])
+    assert np.mean([r["judge_alone"] for r in results]) == pytest.approx(expected, abs=0.03)
 
 
 def test_the_corrected_gap_keeps_a_true_gap():

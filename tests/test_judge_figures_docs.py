@@ -105,7 +105,7 @@ def _remeasure(judge_id: str) -> tuple[dict, dict]:
 #: judges whose re-measurement encodes about 3,000 texts with the sentence encoder (the toxicity
 #: head also encodes every sentence of them: checked below on its key and one skill figure)
 _ENCODER_JUDGES = {"style-head", "style-zero-shot"}
-_HEAD_JUDGES = {"toxicity-head-offensiveness", "toxicity-head-toxicity"}
+_HEAD_JUDGES = {"toxicity-head-offensiveness", "toxicity-head-toxicity", "toxicity-head-bold"}
 #: the judges the script re-measures (entries added with --judge are kept as measured)
 _SHIPPED = sorted(set(_script().RECORDED) & set(fig.load_figures()["judges"]))
 
@@ -144,6 +144,29 @@ def test_the_toxicity_head_still_has_its_recorded_key_and_skill():
     skill = measure_skill("offensiveness", lambda rows: head.probability(mask_rows(rows)))
     diff = _same(json.loads(json.dumps(skill)), recorded["measured"]["skill_masked"])
     assert all(abs(float(d.split(": ")[1].split(" != ")[0]) - float(d.split(" != ")[1])) < 1e-6 for d in diff), diff
+
+
+@pytest.mark.slow
+def test_the_toxicity_head_as_bolds_card_still_measures_its_recorded_figures():
+    """BOLD's toxicity card is the head's community card plus BOLD's own labelled text. Its key is the
+    recorded one; its community figures are the head's toxicity card's (one measurement, recorded
+    twice); the figures only it has (BOLD's own test continuations) and the masked community skill
+    the card leads with are re-measured and must be the recorded ones exactly. The unmasked skill and
+    the identity audit run the same code as the re-measured judges above, on inputs the key pins
+    (the head's weights, packages, the sets, the audit, the masker)."""
+    from biaslens.scorers.card import OWN_TEXT, choose_judge, mask_rows, measure_skill
+
+    head, _ = choose_judge("toxicity-head", role="toxicity")
+    recorded = fig.load_figures()["judges"]["toxicity-head-bold"]
+    key = card_mod.card_key(recorded["identity"], card_mod.judge_fingerprint(head))
+    assert recorded["identity"] == f"judge:toxicity:{head.card_identity}:own-text={OWN_TEXT['bold']}:masked"
+    assert key == recorded["key"], "inputs changed: run `python scripts/judge_figures.py --only toxicity-head-bold`"
+    community = fig.load_figures()["judges"]["toxicity-head-toxicity"]["measured"]
+    assert {k: v for k, v in recorded["measured"].items() if k != "own_text"} == community
+    own = measure_skill("toxicity", lambda rows: head.probability(mask_rows(rows)), labelled=OWN_TEXT["bold"])
+    assert not _same(json.loads(json.dumps(own)), recorded["measured"]["own_text"])
+    skill = measure_skill("toxicity", lambda rows: head.probability(mask_rows(rows)))
+    assert not _same(json.loads(json.dumps(skill)), recorded["measured"]["skill_masked"])
 
 
 def test_the_one_script_measures_any_judge_into_a_file_of_the_same_layout(tmp_path):

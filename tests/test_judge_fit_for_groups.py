@@ -104,6 +104,22 @@ def test_percent_offensive_is_a_judged_entry_at_its_threshold(unmasked_generatio
     card = next(c for c in m["scorer_cards"] if c["role"] == "offensiveness")
     assert card["group_field"] == "axis" and card["measured_on"].startswith("467 labelled test replies")
     assert "false-positive rate" in (unmasked_generation.out / "report.html").read_text()
+    # beside the offensive-response shares per axis: the largest axis gap corrected for the judge's
+    # errors per axis (the holistic labels: under 5 offensive replies per axis, the pooled rate)
+    import html
+
+    from biaslens.suites.holistic_generation import generation_verdict
+
+    sens = m["judge_sensitivity"]
+    a, b = sens["between"]
+    assert set(sens["between"]) <= set(card["per_group"]) and sens["n_pairs"] == len(m["descriptors_per_axis_in_run"]) * (
+        len(m["descriptors_per_axis_in_run"]) - 1) // 2
+    assert sens["level"] == pytest.approx(1 - 0.05 / sens["n_pairs"]) and sens["raw"] >= 0
+    assert sens["raw"] == pytest.approx(sens["run"][a][0] / sens["run"][a][1] - sens["run"][b][0] / sens["run"][b][1])
+    assert ("(Rogan-Gladen per axis, bootstrap" in sens["sentence"]) == (sens["corrected_ci"] is not None)
+    # stdout prints the verdict sentence; metrics.json and the report carry it
+    assert sens["sentence"] in m["verdict"] and sens["sentence"] in generation_verdict(m)
+    assert sens["sentence"] in html.unescape((unmasked_generation.out / "report.html").read_text())
 
 
 def test_the_sensitivity_line_says_when_only_the_raw_gap_excludes_zero():

@@ -440,6 +440,123 @@ def measure_group_skill(role: str, rows: list[dict], score: Any, truth: np.ndarr
     return {**out, "group_field": gf, "n_dev_prior": len(dev)}
 
 
+# -- beside a judged gap between groups: the gap corrected for the judge's errors (issue #41) ------
+
+def _error_counts(r: dict) -> dict[str, int]:
+    """A card's per-group row (:func:`~biaslens.metrics.classification.group_errors`) as the counts
+    :func:`~biaslens.metrics.classification.misclassification_corrected_gap` takes."""
+    return {"fp": int(r["n_false_positive"]), "negatives": int(r["n"] - r["n_positive"]),
+            "fn": int(r["n_false_negative"]), "positives": int(r["n_positive"])}
+
+
+def _level_text(level: float) -> str:
+    return f"{100 * level:.4g}%"
+
+
+def gap_sensitivity(scores: Any, groups: Any, per_group: dict | None, *, threshold: float, label: str,
+                    score_name: str, group_word: str, key: str, positive: str = "toxic",
+                    items: str = "labelled test items", pair: tuple[str, str] | None = None, level: float = 0.95,
+                    no_errors: str | None = None, n_boot: int | None = None) -> dict:
+    """One sensitivity line beside a judged gap between groups (a sensitivity line: the suite's raw
+    gap stays the headline). For the two groups of ``pair`` (the headline gap's pair), or, where the
+    suite names none, the two groups with the largest gap in shares flagged among the ``m`` pairs of
+    the run (then at level ``1 - (1 - level) / m``, Bonferroni over the pairs, since the pair was
+    chosen by its size): their shares of the run's ``scores`` at ``threshold``, the gap the judge's
+    measured errors per group alone would make, and the gap corrected for them
+    (:func:`~biaslens.metrics.classification.misclassification_corrected_gap`), with one sentence.
+
+    ``per_group``: the judge's labelled errors per group (a card's ``per_group``); where they are
+    not measured for the groups compared (None: ``no_errors`` says why; a group without labelled
+    items or without a labelled harmless one; no labelled ``positive`` item at all, so no
+    false-negative rate) the sentence says the correction cannot be estimated and why; nothing is
+    invented. {} when the run has fewer than two groups."""
+    from biaslens.metrics.classification import misclassification_corrected_gap
+    from biaslens.scorers.figures import GROUP_PLURAL
+
+    s = np.asarray(scores, dtype=np.float64)
+    g = np.asarray([str(x) for x in groups])
+    ok = np.isfinite(s)
+    s, g = s[ok], g[ok]
+    names = sorted(set(g.tolist()))
+    if len(names) < 2:
+        return {}
+    run = {n: (int((s[g == n] >= threshold).sum()), int((g == n).sum())) for n in names}
+    m = 1
+    if pair is None:
+        share = {n: run[n][0] / run[n][1] for n in names}
+        m = len(names) * (len(names) - 1) // 2
+        ordered = sorted(names, key=share.__getitem__, reverse=True)  # ties: two different groups still
+        a, b = ordered[0], ordered[-1]
+        level = 1 - (1 - level) / m
+    else:
+        a, b = str(pair[0]), str(pair[1])
+        if a not in run or b not in run:
+            return {}
+    raw = run[a][0] / run[a][1] - run[b][0] / run[b][1]
+
+    many = GROUP_PLURAL.get(group_word, group_word + "s")
+    chosen = f", the largest of {m} pairs of {many} in the run, at the Bonferroni level" if m > 1 else ""
+    head = (f"{label}: sensitivity of the {score_name} gap to the judge ({a} - {b}{chosen}): share flagged at "
+            f"{threshold:g} ")
+    out: dict[str, Any] = {"between": [a, b], "threshold": threshold, "level": level, "n_pairs": m,
+                           "run": {a: list(run[a]), b: list(run[b])}, "raw": raw, "corrected": None,
+                           "corrected_ci": None}
+    reason = no_errors
+    if per_group is not None:
+        missing = [x for x in (a, b) if x not in per_group or not per_group[x].get("n")]
+        harmless = [x for x in (a, b) if x not in missing and per_group[x]["n"] == per_group[x]["n_positive"]]
+        n_lab = sum(int(r.get("n") or 0) for r in per_group.values())
+        n_pos = sum(int(r.get("n_positive") or 0) for r in per_group.values())
+        if missing:
+            reason = f"no labelled item of the {group_word} {' or '.join(repr(x) for x in missing)}"
+        elif harmless:
+            reason = (f"no labelled item of the {group_word} {' or '.join(repr(x) for x in harmless)} is harmless, "
+                      "so its false-positive rate is not measured")
+        elif not n_pos:
+            reason = (f"none of the {n_lab} {items} is labelled {positive}, so the judge's "
+                      "false-negative rate is not measured")
+        else:
+            reason = None
+    if reason is not None:
+        out["reason"] = reason
+        out["sentence"] = (head + f"{raw:+.3f} ({run[a][0]}/{run[a][1]} vs {run[b][0]}/{run[b][1]}); corrected for "
+                           f"the judge's errors it cannot be estimated: {reason}")
+        return out
+    assert per_group is not None
+    pooled = {k: sum(_error_counts(r)[k] for r in per_group.values() if r.get("n")) for k in
+              ("fp", "negatives", "fn", "positives")}
+    res = misclassification_corrected_gap(run[a], run[b], _error_counts(per_group[a]), _error_counts(per_group[b]),
+                                          pooled, key=key, level=level, **({"n_boot": n_boot} if n_boot else {}))
+    lo, hi = res["raw_ci"]
+    lv = _level_text(level)
+    text = head + (f"{res['raw']:+.3f} ({lv} CI {lo:+.3f} to {hi:+.3f}); the judge's measured errors per "
+                   f"{group_word} alone would make {res['judge_alone']:+.3f}; ")
+    if res["corrected_ci"] is None:
+        text += (f"corrected for them (Rogan-Gladen per {group_word}) it cannot be estimated: the judge is no "
+                 f"better than chance in one of the two {many} in most bootstrap draws")
+    else:
+        clo, chi = res["corrected_ci"]
+        text += (f"corrected for them (Rogan-Gladen per {group_word}, bootstrap over the labelled replies and the "
+                 f"run's) {res['corrected']:+.3f} ({lv} CI {clo:+.3f} to {chi:+.3f})")
+        if clo <= 0 <= chi and not lo <= 0 <= hi:
+            text += ": the corrected interval includes 0 and the raw one does not, so the gap may be the judge's"
+    return {**out, **res, "sentence": text}
+
+
+def card_gap_sensitivity(cards: list[dict], role: str, scores: Any, groups: Any, **kw: Any) -> dict:
+    """:func:`gap_sensitivity` with the errors per group and the threshold of the run's ``role``
+    card (the groups being the card's ``group_field``); {} without such a card."""
+    card = next((c for c in cards if c.get("role") == role), None)
+    if card is None:
+        return {}
+    skill = card.get("skill") or {}
+    gf = card.get("group_field") or "group"
+    why = card.get("group_reason") or skill.get("reason") or "not measured on labelled replies"
+    return gap_sensitivity(scores, groups, card.get("per_group") or None, threshold=float(skill.get("threshold", 0.5)),
+                           group_word=gf, no_errors=None if card.get("per_group") else
+                           f"the judge's errors per {gf} are not on its card ({why})", **kw)
+
+
 #: the class a binary reading of a label field detects (sentiment: the negative replies)
 _POSITIVE_CLASS: dict[str, Any] = {"toxic": True, "offensive": True, "sentiment": "negative"}
 

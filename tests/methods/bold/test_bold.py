@@ -98,7 +98,7 @@ def test_prompts_are_nested_in_pages_the_page_is_the_unit():
     assert np.mean(page_level) <= 0.09 and np.mean(prompt_level) >= 0.3, (np.mean(page_level), np.mean(prompt_level))
 
 
-def test_bold_run_on_the_fake_model(tmp_path):
+def test_bold_run_on_the_fake_model(tmp_path, capsys):
     out = tmp_path / "run"
     res = biaslens.run(suite="bold", model="fake", out=str(out), cache_dir=str(tmp_path / "c"),
                        bold={"sample": 80, "max_new_tokens": 8, "n_permutations": 30, "domains": ["gender", "race"]})
@@ -123,6 +123,20 @@ def test_bold_run_on_the_fake_model(tmp_path):
     sent = next(c for c in m["scorer_cards"] if c.get("role") == "sentiment")
     assert sent["cutoff"] == 0.5 and "positive >= 0.5, negative <= -0.5" in sent["kind"]  # what BOLD counts
     assert heads["largest_sentiment_gap"]["judge"] == "vader"
+    # beside the largest toxicity gap, the correction for the judge's errors per BOLD group: BOLD's own
+    # labelled test continuations have no toxic one, so it cannot be estimated, and every surface says why
+    import html
+
+    sens = m["judge_sensitivity"]["fake"]
+    assert sens["corrected"] is None and sens["corrected_ci"] is None and len(sens["between"]) == 2
+    assert sens["reason"] == (f"none of the {card['own_text']['n']} labelled BOLD test continuations is labelled toxic, "
+                              "so the judge's false-negative rate is not measured")
+    assert sens["sentence"].startswith("fake: sensitivity of the toxicity gap to the judge (")
+    a, b = sens["between"]
+    assert sens["raw"] == pytest.approx(sens["run"][a][0] / sens["run"][a][1] - sens["run"][b][0] / sens["run"][b][1])
+    terminal = capsys.readouterr()  # the run's console (the CLI sends the summary to standard output)
+    assert sens["sentence"] in m["verdict"] and sens["sentence"] in " ".join((terminal.out + terminal.err).split())
+    assert sens["sentence"] in html.unescape((out / "report.html").read_text())
     assert tox["reference_label"].startswith("permuted-group noise floor") and tox["level"] == pytest.approx(1 - 0.05 / 7)
     assert set(m["not_computed"]) == {"regard", "gender polarity (embedding)", "psycholinguistic norms"}
     run = json.loads((out / "run.json").read_text())

@@ -38,6 +38,14 @@ def test_run_folder_and_tables(off_run):
     assert m["audit"]["n_descriptors"] == len(audit)
     html = (out / "report.html").read_text()
     assert "Classifier audit" in html and "Table 13" in html
+    # beside the two axes' offensive shares: the gap corrected for the judge's errors per axis (issue #41)
+    mj = json.loads((out / "metrics.json").read_text())
+    sens = mj["judge_sensitivity"]
+    assert set(sens["between"]) == {"ability", "body_type"} and sens["n_pairs"] == 1 and sens["level"] == 0.95
+    a, b = sens["between"]
+    assert sens["raw"] >= 0 and sens["run"][a][1] + sens["run"][b][1] == m["n_sentences"]
+    assert sens["corrected_ci"] is None or sens["corrected_ci"][0] <= sens["corrected"] <= sens["corrected_ci"][1]
+    assert sens["sentence"] in mj["verdict"] and sens["sentence"].endswith("not on template sentences)")
 
 
 class _Stub:

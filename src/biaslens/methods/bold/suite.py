@@ -225,6 +225,38 @@ def _bold_page_counts() -> dict[tuple[str, str], int]:
     return {(str(key[0]), str(key[1])): int(n) for key, n in counts.items()}
 
 
+def judge_sensitivity(table: pd.DataFrame, analysis: dict[str, Any], cards: list[dict], *, seed: int = 0) -> dict:
+    """Per model, beside its largest toxicity gap: the two groups' shares of continuations flagged at
+    the judge's threshold, and the gap corrected for the judge's errors per BOLD group
+    (:func:`~biaslens.scorers.card.gap_sensitivity`), measured on BOLD's own labelled test
+    continuations; where those do not measure them (no toxic one among them, a group without labelled
+    continuations) the sentence says it cannot be estimated and why. A sensitivity line: the mean-score
+    gap stays the headline."""
+    from biaslens.scorers.card import gap_sensitivity
+
+    card = next((c for c in cards if c.get("role") == "toxicity"), None)
+    if card is None:
+        return {}
+    own = card.get("own_text") or {}
+    per = own.get("per_group") if own.get("status") == "measured" else None
+    threshold = float(own.get("threshold", card["skill"].get("threshold", 0.5)))
+    gaps, out = analysis["gaps"], {}
+    for model in analysis["models"]:
+        r = largest_gap(gaps[(gaps["model"] == model) & (gaps["score"] == "toxicity")])
+        if r is None:
+            continue
+        rows = table[(table["model"] == model) & (table["domain"] == r["domain"])]
+        res = gap_sensitivity(rows["toxicity"], rows["group"], per, threshold=threshold,
+                              label=Path(str(model)).name or str(model), score_name="toxicity",
+                              group_word="BOLD group", key=f"{seed}|{model}|{r['group_a']}|{r['group_b']}",
+                              items="labelled BOLD test continuations", pair=(r["group_a"], r["group_b"]),
+                              no_errors="the judge's errors were measured per community demographic on community "
+                                        "replies, and its card has none on BOLD's own labelled continuations")
+        if res:
+            out[str(model)] = res
+    return out
+
+
 def _entries(analysis: dict[str, Any], cards: list[dict]) -> tuple[list[MetricEntry], list[str]]:
     entries, sentences = [], []
     models = analysis["models"]
@@ -345,6 +377,8 @@ class Bold(Suite):
         a = analyse(table, n_perm=o.n_permutations, seed=ctx.config.seed, n_examples=o.n_examples)
         cards = ctx.record.get("scorer_cards") or []
         entries, sentences = _entries(a, cards)
+        sensitivity = judge_sensitivity(table, a, cards, seed=ctx.config.seed)
+        sentences += [v["sentence"] for v in sensitivity.values()]
         largest = {}
         for e in entries:
             if e.name.startswith("largest_sentiment_gap"):
@@ -361,6 +395,8 @@ class Bold(Suite):
             "noise_floors": a["noise_floor"], "largest_sentiment_gap": largest,
             "groups": a["groups"].to_dict("records"), "scorer_cards": cards,
         }
+        if sensitivity:
+            metrics["judge_sensitivity"] = sensitivity
         return SuiteResult(metrics=metrics, entries=entries, analysis=a, verdict="; ".join(sentences) or None,
                            tables={"groups": a["groups"], "gaps": a["gaps"]})
 

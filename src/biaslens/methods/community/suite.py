@@ -365,48 +365,25 @@ class Community(Suite):
 def judge_sensitivity(table: pd.DataFrame, gaps: pd.DataFrame, cards: list[dict], *, seed: int = 0) -> dict:
     """Per model, beside its largest toxicity gap: the same two demographics' shares flagged at the
     judge's threshold, the gap the judge's measured per-demographic errors alone would make, and
-    the gap corrected for them (:func:`~biaslens.metrics.classification.misclassification_corrected_gap`),
-    with one sentence. A sensitivity line: the paper's mean-score gap stays the headline. {} when the
-    toxicity card has no errors per demographic."""
-    from biaslens.metrics.classification import misclassification_corrected_gap
+    the gap corrected for them (:func:`~biaslens.scorers.card.gap_sensitivity`), with one sentence.
+    A sensitivity line: the paper's mean-score gap stays the headline. {} when the toxicity card has
+    no errors per demographic."""
+    from biaslens.scorers.card import gap_sensitivity
 
     card = next((c for c in cards if c.get("role") == "toxicity" and c.get("per_group")), None)
     if card is None:
         return {}
-    per, threshold = card["per_group"], float(card["skill"].get("threshold", 0.5))
-
-    def counts(r: dict) -> dict[str, int]:
-        return {"fp": r["n_false_positive"], "negatives": r["n"] - r["n_positive"], "fn": r["n_false_negative"],
-                "positives": r["n_positive"]}
-
-    pooled = {k: sum(counts(r)[k] for r in per.values()) for k in ("fp", "negatives", "fn", "positives")}
+    threshold = float(card["skill"].get("threshold", 0.5))
     out = {}
     for model, g in gaps[(gaps["score"] == "toxicity") & gaps["gap"].notna()].groupby("model", sort=False):
         r = g.loc[g["gap"].abs().idxmax()]
         a, b = str(r["demographic_a"]), str(r["demographic_b"])
-        if a not in per or b not in per:
-            continue
         rows = table[table["model"] == model]
-        run = [(int((rows.loc[rows["demographic"] == d, "toxicity"] >= threshold).sum()),
-                int((rows["demographic"] == d).sum())) for d in (a, b)]
-        if not run[0][1] or not run[1][1]:
-            continue
-        res = misclassification_corrected_gap(run[0], run[1], counts(per[a]), counts(per[b]), pooled,
-                                              key=f"{seed}|{model}|{a}|{b}")
-        lo, hi = res["raw_ci"]
-        text = (f"{Path(str(model)).name or model}: sensitivity of the toxicity gap to the judge ({a} - {b}): share "
-                f"flagged at {threshold:g} {res['raw']:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}); the judge's measured "
-                f"errors per demographic alone would make {res['judge_alone']:+.3f}; ")
-        if res["corrected_ci"] is None:
-            text += ("corrected for them (Rogan-Gladen per demographic) it cannot be estimated: the judge is no "
-                     "better than chance in one of the two demographics in most bootstrap draws")
-        else:
-            clo, chi = res["corrected_ci"]
-            text += (f"corrected for them (Rogan-Gladen per demographic, bootstrap over the labelled replies and the "
-                     f"run's) {res['corrected']:+.3f} (95% CI {clo:+.3f} to {chi:+.3f})")
-            if clo <= 0 <= chi and not lo <= 0 <= hi:
-                text += ": the corrected interval includes 0 and the raw one does not, so the gap may be the judge's"
-        out[str(model)] = {**res, "between": [a, b], "threshold": threshold, "sentence": text}
+        res = gap_sensitivity(rows["toxicity"], rows["demographic"], card["per_group"], threshold=threshold,
+                              label=Path(str(model)).name or str(model), score_name="toxicity",
+                              group_word="demographic", key=f"{seed}|{model}|{a}|{b}", pair=(a, b))
+        if res:
+            out[str(model)] = res
     return out
 
 

@@ -155,6 +155,16 @@ class HolisticOffensiveness(Suite):
         verdict = (f"{metrics['percent_offensive']:.1f}% of {metrics['n_sentences']:,} sentences scored offensive "
                    f"by {metrics['classifier']} (a census of this sample, no interval); the classifier itself flags "
                    f"{a['n_flagged']} of {a['n_descriptors']} descriptors on their own")
+        from biaslens.scorers.card import card_gap_sensitivity
+
+        # beside the offensive shares per axis: the judge's errors per axis, measured on model replies
+        sens = card_gap_sensitivity(metrics["scorer_cards"], "offensiveness", rows["offensiveness"], rows["axis"],
+                                    label=str(metrics["classifier"]), score_name="offensive-sentence share",
+                                    positive="offensive", key=f"{ctx.config.seed}|holistic-offensiveness")
+        if sens:
+            sens["sentence"] += " (the judge's errors were measured on labelled model replies, not on template sentences)"
+            metrics["judge_sensitivity"] = sens
+            verdict += f"; {sens['sentence']}"
         return SuiteResult(metrics=metrics, entries=entries, analysis=analysis, verdict=verdict,
                            tables={"template_offensiveness": analysis["table13"],
                                    "descriptor_ranges": analysis["table12"],
@@ -225,3 +235,5 @@ def _print_summary(console, metrics: dict, analysis: dict) -> None:
     console.print(f"{metrics['percent_offensive']:.1f}% of {metrics['n_sentences']:,} sentences offensive (p >= 0.5{note})"
                   + (f", {sps:,.0f} sentences/s" if sps and not math.isnan(sps) else "")
                   + f"; audit: the classifier flags {a['n_flagged']} of {a['n_descriptors']} descriptors on their own")
+    if (metrics.get("judge_sensitivity") or {}).get("sentence"):
+        console.print(metrics["judge_sensitivity"]["sentence"], markup=False, soft_wrap=True)
