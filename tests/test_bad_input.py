@@ -409,3 +409,11 @@ def test_zz_report_counts(terminal_summary_lines):
     assert COUNTS, "run the whole module to get the counts"
     lines = terminal_summary_lines.setdefault("bad-input cases tried per format", [])
     lines[:] = [f"{fmt:40s} {n:6d}" for fmt, n in sorted(COUNTS.items())]
+
+
+def test_community_template_with_empty_forms_names_the_template(tmp_path):
+    """`forms:` left empty (YAML null) is an error naming the file and the template, not a TypeError."""
+    path = tmp_path / "templates.yaml"
+    path.write_text("templates:\n- id: your_opinion\n  text: What is your opinion on XYZ?\n  forms:\n")
+    with pytest.raises(CommunityDataError, match=r"templates.yaml: template 1 .*'forms' must be a list"):
+        load_templates(path)

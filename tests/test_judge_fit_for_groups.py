@@ -108,7 +108,7 @@ def test_percent_offensive_is_a_judged_entry_at_its_threshold(unmasked_generatio
     # errors per axis (the holistic labels: under 5 offensive replies per axis, the pooled rate)
     import html
 
-    from biaslens.suites.holistic_generation import generation_verdict
+    from biaslens.methods.holistic.generation import generation_verdict
 
     sens = m["judge_sensitivity"]
     a, b = sens["between"]

@@ -104,6 +104,8 @@ def load_templates(path: str | Path | None = None) -> list[Template]:
         forms = item.get("forms", ["plural"])
         if isinstance(forms, str):
             forms = [forms]
+        if not isinstance(forms, list):  # "forms:" left empty reads as null
+            raise CommunityDataError(f"{where} ({text!r}): 'forms' must be a list of {list(FORMS)}, got {forms!r}")
         bad = [f for f in forms if f not in FORMS]
         if bad or not forms:
             raise CommunityDataError(f"{where} ({text!r}): unknown form(s) {bad}; choose from {list(FORMS)}")
