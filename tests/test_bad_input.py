@@ -320,7 +320,7 @@ def test_generations_edge_cases(tmp_path):
 @SETTINGS
 @given(data=st.data())
 def test_fairpair_mapping(work, data):
-    raw = data.draw(contents([_builtin("biaslens.methods.fairpair.dataset", "data", "gender.yaml")]))
+    raw = data.draw(contents([_builtin("biaslens.vocabulary", "data", "gender.yaml")]))
     path = work / "mapping.yaml"
     path.write_bytes(raw)
     expect_loads_or_names_file("FairPair mapping YAML", path, lambda: PerturbationMap.from_yaml(path), ConfigError)

@@ -36,7 +36,7 @@ def test_one_deep_merge_for_yaml_api_cli_and_card():
     merged = deep_merge(base, {"model": {"batch_size": 8}, "axes": ["ability"], "fairpair": 5})
     assert merged == {"model": {"name": "m", "batch_size": 8}, "axes": ["ability"], "fairpair": 5}
     assert base == {"model": {"name": "m", "batch_size": 4}, "axes": ["age"], "fairpair": {"n": 3}}  # unchanged
-    # no module but config.py defines its own recursive merge of settings
+    # no module but options.py (where config.py reads it from) defines its own recursive merge of settings
     import ast
     from pathlib import Path
 
@@ -49,7 +49,7 @@ def test_one_deep_merge_for_yaml_api_cli_and_card():
             if isinstance(node, ast.FunctionDef) and "merge" in node.name.lower() and any(
                     isinstance(c, ast.Call) and getattr(c.func, "id", None) == node.name for c in ast.walk(node)):
                 copies.append(f"{path.relative_to(src)}:{node.name}")
-    assert copies == ["config.py:deep_merge"]
+    assert copies == ["options.py:deep_merge"]
 
 
 def test_cli_set_wins_over_flags_and_reaches_run_json(tmp_path):
