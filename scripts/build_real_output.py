@@ -54,13 +54,27 @@ def _model_file(model: dict) -> dict:
             "weights_hash": model.get("weights_hash")}
 
 
+def model_name(model: dict) -> dict:
+    """The ``model`` (and, for a fine-tune, ``fine_tune_of``) fields of an item: a model given as a
+    folder made by ``biaslens finetune`` is named by its base and community
+    (``smollm2-135m-community-<name>``), never by where the folder lay."""
+    path = Path(model.get("path") or model["name"])
+    record = path / "biaslens-training.json"
+    if not record.is_file():
+        return {"model": model["name"]}
+    training = json.loads(record.read_text())
+    base = Path(training["base_model"]).name
+    community = (training.get("description") or {}).get("community") or path.name
+    return {"model": f"{base}-community-{community}", "fine_tune_of": base}
+
+
 def rows_of(folder: Path, task: str, setting: str) -> list[dict]:
     run = json.loads((folder / "run.json").read_text())
     if run.get("status") != "complete":
         sys.exit(f"{folder}: run status {run.get('status')!r}, expected complete")
     # holistic-generation records one model, community one entry per compared model
     model = run["model"] if "model" in run else next(iter(run["models"].values()))
-    common = {"model": model["name"], **_model_file(model), "biaslens_version": run["biaslens_version"],
+    common = {**model_name(model), **_model_file(model), "biaslens_version": run["biaslens_version"],
               "run": folder.name, "seed": run["config"]["seed"], "decoding_name": setting}
     out = []
     if task == "holistic":

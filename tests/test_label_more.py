@@ -47,13 +47,14 @@ def batch(tmp_path):
     return out, data, items
 
 
-def test_ingest_appends_by_the_rule_and_splits_by_prompt(batch):
+@pytest.mark.parametrize(("number", "letters"), [(2, ("G", "H")), (3, ("I", "J"))])
+def test_ingest_appends_by_the_rule_and_splits_by_prompt(batch, number, letters):
     out, data, items = batch
     ids = [r["id"] for r in items]
     before = len(load_labelled("community", folder=data))
     (out / "annotator_A.jsonl").write_text(_labels(ids, **{ids[0]: {"toxic": 1}, ids[1]: {"toxic": True}}))
     (out / "annotator_B.jsonl").write_text(_labels(ids, **{ids[0]: {"toxic": 1}, ids[1]: {"sentiment": "negative"}}))
-    summary = _script().ingest(out, data)
+    summary = _script().ingest(out, data, number)
     assert summary["community"]["n_items"] == 6 and summary["bold"]["n_items"] == 1
     assert summary["community"]["adjudication"]["toxic"] == {"agreed": 5, "majority_of_three": 0, "unresolved": 1}
     rows = {r["id"]: r for r in load_labelled("community", folder=data)}
@@ -65,8 +66,9 @@ def test_ingest_appends_by_the_rule_and_splits_by_prompt(batch):
         assert rows[r["id"]]["split"] == split_of(f"prompt:community:{r['prompt_id']}")
     (bold,) = [r for r in load_labelled("bold", folder=data) if r["id"] == ids[-1]]
     assert bold["toxic"] is False and bold["sentiment"] == "neutral"
-    passes = [json.loads(line) for line in (data / "community_labels_pass1.jsonl").read_text().splitlines()]
-    assert passes[-1]["annotator"] == "G"  # the batch's annotators, after A-F of the first
+    for which, letter in zip(("pass1", "pass2"), letters):  # each batch's annotators, after A-F of the first
+        passes = [json.loads(line) for line in (data / f"community_labels_{which}.jsonl").read_text().splitlines()]
+        assert passes[-1]["annotator"] == letter
 
 
 def test_a_bad_label_is_refused_with_its_line(batch, capsys):
@@ -79,3 +81,22 @@ def test_a_bad_label_is_refused_with_its_line(batch, capsys):
     err = capsys.readouterr().err
     assert "annotator_A.jsonl:3: field 'toxic' = 'maybe'" in err
     assert (data / "community_labels_final.jsonl").read_text() == before  # nothing written
+
+
+def test_the_third_batch_fine_tuning_data_is_rebuilt_exactly(reference_dir, tmp_path):
+    """The two community fine-tunes of the third batch were trained on corpora the script rebuilds
+    from the authors' RedditBias files, byte for byte (their sha256 is recorded in labelling.json)."""
+    import hashlib
+
+    import pandas as pd
+
+    counts = _script().fine_tune_corpora(reference_dir / "redditbias", tmp_path)
+    record = json.loads((data_dir() / "labelling.json").read_text())["batch_3"]["fine_tunes"]
+    assert counts == {name: r["examples"] for name, r in record.items()} == {"religion-race": 1410,
+                                                                             "gender-orientation": 1400}
+    for r in record.values():
+        path = tmp_path / r["corpus"]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == r["corpus_sha256"]
+        table = pd.read_csv(path, keep_default_na=False)
+        assert list(table.columns) == ["post_id", "title", "comment"] and (table["title"] == "").all()
+        assert table["comment"].str.split().str.len().between(8, 80).all() and table["post_id"].is_unique

@@ -66,10 +66,16 @@ def test_files_are_blind_deduplicated_and_large_enough(shipped):
     assert len({it["response"].strip() for it in items}) == len(items)
     for it in items:
         assert not set(it) & set(FORBIDDEN_ITEM_FIELDS) - {"split"}
-        assert it["model"] == "smollm2-135m" and it["model_file"] and it["response"].strip()
-    # two decoding settings (three with the community set's second batch), none a token share
-    settings = Counter(it["decoding_name"] for it in items)
-    assert len(settings) in (2, 3) and min(settings.values()) >= 0.15 * len(items)
+        assert it["response"].strip()
+        if it.get("fine_tune_of"):  # the third batch: a community fine-tune, named by its base and community
+            assert it["fine_tune_of"] == "smollm2-135m" and it["label_batch"] == 3
+            assert it["model"].startswith("smollm2-135m-community-reddit-") and "/" not in it["model"]
+        else:
+            assert it["model"] == "smollm2-135m" and it["model_file"]
+    # the embedded model's replies: two decoding settings (three with the community set's second
+    # batch), none a token share (the third batch's fine-tunes use the suite's default)
+    settings = Counter(it["decoding_name"] for it in items if not it.get("fine_tune_of"))
+    assert len(settings) in (2, 3) and min(settings.values()) >= 0.15 * settings.total()
 
 
 def test_coverage_of_the_suites_designs(shipped):
@@ -199,7 +205,12 @@ def test_freeze_script_merges_chunks_keeps_annotator_and_applies_the_rule(tiny, 
         _freeze_script().freeze("holistic", annot, tiny)
 
 
-@pytest.mark.parametrize("task", ["holistic", "community"])
+#: items per later labelling batch (issue #41), from labelling.json: batch 2 the embedded model's
+#: continuations, batch 3 its two community fine-tunes'
+_LATER_BATCHES = {"community": {2: 2170, 3: 1240}, "bold": {2: 300, 3: 781}}
+
+
+@pytest.mark.parametrize("task", ["holistic", "community", "bold"])
 def test_shipped_final_labels_are_the_rule_applied_to_the_shipped_passes(task):
     from biaslens.scorers.labelled import adjudicate, data_dir
 
@@ -209,16 +220,43 @@ def test_shipped_final_labels_are_the_rule_applied_to_the_shipped_passes(task):
     ids = {i["id"] for i in items}
     passes = [load_labels(task, w, ids=ids) for w in ("pass1", "pass2", "pass3")]
     assert len(passes[0]) == len(passes[1]) == len(ids)
-    # the first batch had a third pass; the second (issue #41: items with a split unit) had none
-    second = {i["id"] for i in items if i.get("split_unit")}
-    first = ids - second
+    # the first batch had a third pass; the later ones (issue #41: items with a split unit) had none
+    later_ids = {i["id"] for i in items if i.get("split_unit")}
+    first = ids - later_ids
     final, summary = adjudicate(task, *[{k: v for k, v in p.items() if k in first} for p in passes])
-    if second:
-        later, _ = adjudicate(task, *[{k: v for k, v in p.items() if k in second} for p in passes[:2]], None,
+    if later_ids:
+        later, _ = adjudicate(task, *[{k: v for k, v in p.items() if k in later_ids} for p in passes[:2]], None,
                               no_third_pass=True)
         final = {**final, **later}
-        assert len(first) == 930 and len(second) == 2170
+        by_batch = Counter(i.get("label_batch", 2) for i in items if i.get("split_unit"))
+        record = json.loads((data_dir() / "labelling.json").read_text())
+        assert by_batch == _LATER_BATCHES[task]
+        assert {b: record[f"batch_{b}"]["items"][task] for b in by_batch} == _LATER_BATCHES[task]
+        assert len(first) == (930 if task == "community" else 0)
     assert load_labels(task, "final", ids=ids) == final
+    if task == "bold":  # no first batch, so no agreement file of its own
+        return
     ids = first
     record = json.loads((data_dir() / f"{task}_agreement.json").read_text())
     assert record["adjudication"] == summary and record["n_items"] == len(ids)
+
+
+def test_the_third_batch_section_quotes_the_recorded_agreement_and_counts():
+    """The data card's third-batch tables are the figures of labelling.json and of the label files."""
+    import re
+
+    from biaslens.scorers.labelled import data_dir, load_labelled
+
+    text = (data_dir() / "README.md").read_text("utf-8").split("## Third batch", 1)[1].split("\n## ", 1)[0]
+    record = json.loads((data_dir() / "labelling.json").read_text())["batch_3"]["agreement_pass1_pass2"]
+    rows = re.findall(r"^\| (community|bold) \| (toxic|sentiment|reply_type) \| (\d+) \| ([\d.]+) \(([\d.]+)-([\d.]+)\) "
+                      r"\| ([\d.]+) \|$", text, re.M)
+    assert len(rows) == 6
+    for task, field, n, kappa, lo, hi, raw in rows:
+        a = record[task][field]
+        assert (int(n), float(kappa), float(lo), float(hi), float(raw)) == (a["n"], a["kappa"], *a["ci"], a["raw_agreement"])
+    counts = re.findall(r"^\| (community|bold) \| (dev|test) \| (\d+) \| True (\d+), False (\d+), unresolved (\d+) \|", text, re.M)
+    assert len(counts) == 4
+    for task, split, n, t, f, u in counts:
+        got = Counter(str(r["toxic"]) for r in load_labelled(task) if r.get("label_batch") == 3 and r["split"] == split)
+        assert (int(n), int(t), int(f), int(u)) == (sum(got.values()), got["True"], got["False"], got["unresolved"])

@@ -288,16 +288,16 @@ SET_OWNERS = {"community": ("community",), "holistic": ("holistic-generation", "
 OWN_TEXT = {"bold": "bold"}
 
 
-def measured_on(skill: dict, suite: str | None) -> str:
-    """Which text the card was measured on, and whether that is the suite's own."""
+def measured_on(skill: dict, suite: str | None, own_labelled: bool = False) -> str:
+    """Which text the card was measured on, and whether that is the suite's own (``own_labelled``:
+    the card measures the suite's own labelled text beside it)."""
     if skill.get("status") != "measured":
         return "not measured on labelled text"
     own = suite is None or suite in SET_OWNERS.get(skill.get("set", ""), ())
     from biaslens.scorers.labelled import LABELLED_BY
 
-    text = (f"{skill['n']} labelled test replies of the embedded model to the {skill['set']} prompts "
-            f"(labelled by {LABELLED_BY})")
-    return text if own else text + f": not {suite}'s own text (none of that is labelled)"
+    text = f"{skill['n']} labelled test replies {replies_of(skill)} to the {skill['set']} prompts (labelled by {LABELLED_BY})"
+    return text if own else text + f": not {suite}'s own text" + ("" if own_labelled else " (none of that is labelled)")
 
 
 def _finish_card(card: dict, suite: str | None = None) -> None:
@@ -305,13 +305,18 @@ def _finish_card(card: dict, suite: str | None = None) -> None:
     per group and its skill against the group-only score at the card's top level, the sentence
     saying whether a gap between groups can rest on it, and the warnings."""
     skill = card["skill"]
-    card["measured_on"] = measured_on(skill, suite)
+    own = card.get("own_text")
+    card["measured_on"] = measured_on(skill, suite, own_labelled=own is not None and own.get("status") == "measured")
     if suite is not None and not any(suite in v for v in SET_OWNERS.values()):
         card["skill_verdict"] += f" Measured on {card['measured_on'].split(': ', 1)[0]}, not on {suite}'s own text."
+    # a gap between the suite's groups rests on the judge's errors per group of the suite's own text
+    # where that is labelled with groups, not on another set's groups
+    groups_of = own if own is not None and own.get("status") == "measured" and "vs_group_prior" in own else skill
+    if groups_of is own:
+        card["groups_measured_on"] = "own_text"
     for k in ("per_group", "per_group_test", "vs_group_prior", "group_field"):
-        if k in skill:
-            card[k] = skill[k]
-    own = card.get("own_text")
+        if k in groups_of:
+            card[k] = groups_of[k]
     if own is not None:
         fpr = _fpr_range_text({"per_group": own.get("per_group"), "per_group_test": own.get("per_group_test"),
                                "group_field": own.get("group_field"), "skill": own})
@@ -367,7 +372,7 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
     head = skill["headline"]
     fig = (f"{head} {skill['value']:.2f} (95% CI {skill['ci'][0]:.2f}-{skill['ci'][1]:.2f})" if skill["value"] is not None
            else f"{head} not measurable ({skill['n_positive']} positive items)")
-    where = (f"on {skill['n']} labelled test replies of the embedded model to the {skill['set']} prompts "
+    where = (f"on {skill['n']} labelled test replies {replies_of(skill)} to the {skill['set']} prompts "
              f"({skill['n_unresolved']} unresolved labels left out)")
     base = f"the baseline {skill['baseline']:.2f} ({skill['baseline_what']})"
     if skill["no_skill"]:
@@ -383,7 +388,49 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
     if skill["accuracy"] is not None and skill["accuracy"] < skill["majority_accuracy"]:
         text += (f" Its plain accuracy {skill['accuracy']:.2f} is below the {skill['majority_accuracy']:.2f} of always "
                  f"saying '{skill['majority_class']}'.")
+    base_only = (skill.get("by_source") or {}).get(EMBEDDED)
+    if base_only and skill.get("n_fine_tuned"):
+        fig = (f"{head} {base_only['value']:.2f} (95% CI {base_only['ci'][0]:.2f}-{base_only['ci'][1]:.2f})"
+               if base_only.get("value") is not None else f"{head} not measurable")
+        text += f" On the embedded model's own {base_only['n']:,} replies alone: {fig}."
     return text
+
+
+#: the labelled replies' producers (issue #41): the embedded model, and community fine-tunes of it
+EMBEDDED, FINE_TUNES = "embedded model", "community fine-tunes"
+
+
+def replies_of(skill: dict) -> str:
+    """"of the embedded model", or "of the embedded model (1,050) and 2 community fine-tunes of it
+    (568)" where the labelled set holds fine-tunes' replies too."""
+    n_ft = skill.get("n_fine_tuned") or 0
+    if not n_ft:
+        return "of the embedded model"
+    k = len(skill.get("fine_tunes") or [])
+    return f"of the embedded model ({skill['n'] - n_ft:,}) and {k} community fine-tunes of it ({n_ft:,})"
+
+
+def _skill_by_source(rows: list[dict], truth: list, out: Any, field: str, cats: list | None, key: str,
+                     n_boot: int) -> dict:
+    """The headline skill on each producer's replies alone: a judge can read a fine-tune's blunt
+    replies better than the embedded model's own, and the pooled figure would hide that."""
+    from biaslens.metrics.classification import binary_skill, multiclass_skill
+
+    tuned = np.array([bool(r.get("fine_tune_of")) for r in rows])
+    if not tuned.any():
+        return {}
+    out_a, truth_a = np.asarray(out, dtype=object), np.asarray(truth, dtype=object)
+    by = {}
+    for name, mask in ((EMBEDDED, ~tuned), (FINE_TUNES, tuned)):
+        if cats is None:
+            sk = binary_skill(out_a[mask].astype(np.float64), truth_a[mask].astype(int), key=f"{key}|{name}",
+                              n_boot=n_boot)
+        else:
+            sk = multiclass_skill(list(truth_a[mask]), list(out_a[mask]), cats, key=f"{key}|{name}", n_boot=n_boot)
+        by[name] = {"headline": sk["headline"], "value": sk["value"], "ci": sk["ci"], "n": int(mask.sum()),
+                    **({"n_positive": sk["n_positive"]} if "n_positive" in sk else {})}
+    return {"by_source": by, "n_fine_tuned": int(tuned.sum()),
+            "fine_tunes": sorted({r["model"] for r in rows if r.get("fine_tune_of")})}
 
 
 def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=None, n_boot: int | None = None,
@@ -411,10 +458,12 @@ def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=Non
                              key=f"{role}|{task}", n_boot=n_boot)
         skill.update(measure_group_skill(role, rows, out, np.asarray(truth, dtype=int), folder=folder, n_boot=n_boot,
                                          labelled=labelled))
+        skill.update(_skill_by_source(rows, truth, out, field, None, f"{role}|{task}", n_boot))
     else:
         cats = list(field_categories(task, field))
         pred = [p if p in cats else ("Other" if "Other" in cats else p) for p in out]
         skill = multiclass_skill(truth, pred, cats, key=f"{role}|{task}", n_boot=n_boot)
+        skill.update(_skill_by_source(rows, truth, pred, field, cats, f"{role}|{task}", n_boot))
     return {**skill, **where, "status": "measured", "n_model_output": len(rows), "no_skill": no_measured_skill(skill)}
 
 
