@@ -218,3 +218,47 @@ def test_a_generation_runs_fgb_entries_follow_the_style_card(tmp_path, style_enc
     assert f"{NO_SKILL_NOTE} beyond the group: full_gen_bias_x1000" in got[False]
     assert "balanced accuracy 0.60 vs 0.50 for a rule that knows only the axis" in got[False]
     assert "a gap between groups may be the judge's" in got[False]
+
+
+def test_the_recorded_style_cards_carry_errors_per_axis():
+    """The shipped figures (judge_figures.json): each style judge's per-axis rows add up to its test
+    half, its comparison with the axis alone is the card's own balanced accuracy against the modal
+    rule's, and ``beats`` is both intervals above 0."""
+    from biaslens.scorers import figures
+
+    for judge in ("style-head", "style-zero-shot"):
+        s = figures.load_figures()["judges"][judge]["measured"]["skill"]
+        assert s["group_field"] == "axis" and len(s["per_group"]) == 13
+        assert sum(r["n"] for r in s["per_group"].values()) == s["n"]
+        assert sum(r["n_correct"] for r in s["per_group"].values()) == round(s["accuracy"] * s["n"])
+        v = s["vs_group_prior"]
+        assert v["balanced_accuracy"] == pytest.approx(s["value"]) and v["accuracy"] == pytest.approx(s["accuracy"])
+        assert v["value"] == pytest.approx(v["balanced_accuracy"] - v["balanced_accuracy_other"])
+        assert v["beats"] == (v["ci"][0] > 0 and v["accuracy_difference"]["ci"][0] > 0)
+        assert set(v["prior"]) == set(s["per_group"]) and s["per_group_test"]["accuracy"]["p_value"] is not None
+
+
+def test_the_style_card_and_its_report_table(style_encoder):
+    """A run's style card (read from the recorded figures) carries the per-axis fields at its top level,
+    its sentences follow from them, and the report's scorer-card section shows the per-axis table
+    and picture the binary cards have."""
+    from biaslens.report.scorer_card import per_group_table, scorer_card_section
+    from biaslens.scorers.card import style_card
+    from biaslens.scorers.styles import load_style_classifier
+
+    card = style_card(load_style_classifier("head"))
+    assert card["group_field"] == "axis" and card["error_class"] and len(card["per_group"]) == 13
+    beats = card["vs_group_prior"]["beats"]
+    assert judge_has_skill(card, compares_groups=True) == (beats and judge_has_skill(card))
+    assert card["group_verdict"].startswith(("UNEQUAL ERRORS ACROSS GROUPS: The style judge" if unequal_errors(card)
+                                             else "The style judge") if beats else "GAP MAY BE THE JUDGE'S")
+    table = per_group_table(card)
+    err = card["error_class"]
+    assert list(table.columns) == ["axis", "replies", "accuracy (95% Wilson)",
+                                   f"'{err}' given to replies labelled otherwise (95% Wilson)",
+                                   "largest shift in a cluster's share (judge - labelled)"]
+    row = card["per_group"][table["axis"][0]]
+    assert table["accuracy (95% Wilson)"][0].endswith(f"[{row['n_correct']}/{row['n']}]")
+    section = scorer_card_section([card])
+    assert any("errors per axis" in t.title for t in section.tables) and len(section.figures) == 1
+    assert "Test of equal accuracy: chi-square" in next(t for t in section.tables if "errors per axis" in t.title).caption
