@@ -285,7 +285,8 @@ def _range_text(card: dict, rate: str, what: str) -> str:
     lo = min(per, key=lambda g: per[g][rate])
     hi = max(per, key=lambda g: per[g][rate])
     test = ((card.get("per_group_test") or {}).get(rate) or {})
-    how = (f"; {'chi-square' if test['test'] == 'chi-square' else 'exact permutation'} test of equal rates "
+    how = (f"; {'chi-square' if test['test'] == 'chi-square' else 'exact permutation'} test of equal "
+           f"{'accuracy' if rate == 'accuracy' else 'rates'} "
            f"{p_text(test['p_value'])}" if test.get("p_value") is not None else "")
     gf = card.get("group_field") or "group"
     return (f"{what} from {per[lo][rate]:.2f} ('{lo}') to {per[hi][rate]:.2f} ('{hi}') across "
