@@ -455,3 +455,110 @@ def misclassification_corrected_gap(run_a: tuple[int, int], run_b: tuple[int, in
             "method": "per-group Rogan-Gladen (q - FPR) / (1 - FPR - FNR); the pooled FNR for a group with fewer than "
                       f"{MIN_POSITIVES_PER_GROUP} labelled positives; percentile bootstrap over the labelled items "
                       "(within group x class) and the run's replies (within group)"}
+
+
+# -- errors per group of a multi-class judge (issue #41: the style clusters) ----------------------
+
+def group_modal_labels(dev_truth: Sequence[Hashable], dev_groups: Sequence[Hashable], groups: Sequence[Hashable],
+                       categories: Sequence[Hashable]) -> list[Hashable]:
+    """The group-only rule for classes: each item gets the commonest label of its group among the
+    dev items (ties: the label commoner in the whole dev half, then the earlier in ``categories``;
+    a group the dev half does not have gets the dev half's commonest label). The best a rule that
+    knows only the group can do in plain accuracy.
+
+    >>> group_modal_labels(["x", "y", "y", "x", "x"], ["a", "a", "a", "b", "b"], ["a", "b", "c"], ["x", "y"])
+    ['y', 'x', 'x']
+    """
+    cats = list(categories)
+    t = _codes(dev_truth, cats)
+    dg = np.asarray([str(x) for x in dev_groups])
+    overall = np.bincount(t, minlength=len(cats))
+
+    def mode(counts: np.ndarray) -> Hashable:
+        return cats[min(range(len(cats)), key=lambda i: (-counts[i], -overall[i], i))]
+
+    best = {name: mode(np.bincount(t[dg == name], minlength=len(cats))) for name in set(dg.tolist())}
+    fallback = mode(overall) if len(t) else cats[0]
+    return [best.get(str(x), fallback) for x in groups]
+
+
+def multiclass_group_skill(truth: Iterable[Hashable], pred: Iterable[Hashable], categories: Iterable[Hashable],
+                           groups: Sequence[Hashable], dev_truth: Sequence[Hashable], dev_groups: Sequence[Hashable],
+                           *, key: str = "group", n_boot: int = N_BOOT) -> dict[str, Any]:
+    """A multi-class judge's errors per group and its skill against a rule that knows only the group
+    (the fields of :func:`group_skill`, for classes):
+
+    - ``per_group``: per group ``n``, ``n_correct``, ``accuracy`` with its 95% Wilson interval
+      (``accuracy_ci``); the judge's commonest error, ``error_class`` (the class it gives most often
+      to items labelled otherwise, over all groups), read one-vs-rest as :func:`group_errors` reads a
+      flag: ``n_positive`` (labelled that class), ``false_positive_rate`` (given it, among those
+      labelled otherwise), ``false_negative_rate`` (given another, among those labelled it), with
+      intervals and counts, and ``mean_score`` (the share given it); and ``share_difference``: per
+      class, the share the judge gives it minus the labelled share, in that group (what the judge
+      adds to the class distribution a comparison of groups reads);
+    - ``per_group_test``: :func:`heterogeneity_test` of the error rate (1 - accuracy) across groups
+      (``accuracy``), and of the error class's false-positive rate;
+    - ``vs_group_prior``: balanced accuracy of the judge minus that of :func:`group_modal_labels`
+      fitted on the dev items (``value``, ``ci``), and the same for plain accuracy
+      (``accuracy_difference``), on the same items, each with a paired stratified bootstrap 95%
+      interval (the same resampled items for both rules, drawn within each true class as
+      :func:`multiclass_skill` draws); ``beats`` only when BOTH intervals lie above 0.
+
+    Why two measures, fair to both rules: balanced accuracy weighs each labelled class the same (a
+    comparison of groups reads every class's share alike, the rare ones too) and is the card's
+    headline, but the group's commonest class is not the best text-free rule for it, so alone it
+    would favour a judge that spreads its answers over the rare classes; plain accuracy is the
+    measure on which the group's commonest class IS the best any rule that knows only the group can
+    do, but alone it asks nothing about the rare classes. A judge beats the group only when it wins
+    on both: on the card's measure, and on the group rule's own.
+
+    >>> r = multiclass_group_skill(["x", "y", "x", "y"], ["x", "y", "y", "y"], ["x", "y"], ["a", "a", "b", "b"],
+    ...                            ["x", "x", "y"], ["a", "a", "b"], n_boot=10)
+    >>> r["error_class"], r["per_group"]["b"]["accuracy"], r["per_group"]["b"]["false_positive_rate"]
+    ('y', 0.5, 1.0)
+    >>> r["vs_group_prior"]["balanced_accuracy"], r["vs_group_prior"]["balanced_accuracy_other"]
+    (0.75, 0.5)
+    """
+    cats = list(categories)
+    k = len(cats)
+    t, p = _codes(truth, cats), _codes(pred, cats)
+    g = [str(x) for x in groups]
+    ga = np.asarray(g)
+    correct = t == p
+    wrong = np.bincount(p[~correct], minlength=k)
+    err = int(np.argmax(wrong)) if wrong.sum() else None
+    one_vs_rest = group_errors((p == err).astype(np.float64), t == err, g) if err is not None else {}
+    per: dict[str, dict[str, Any]] = {}
+    seen = [i for i in range(k) if ((t == i) | (p == i)).any()]
+    for name in sorted(set(g)):
+        m = ga == name
+        n, c = int(m.sum()), int(correct[m].sum())
+        lo, hi = wilson_interval(np.array([c]), np.array([n]))
+        per[name] = {**one_vs_rest.get(name, {}), "n": n, "n_correct": c, "accuracy": c / n,
+                     "accuracy_ci": [float(lo[0]), float(hi[0])],
+                     "share_difference": {str(cats[i]): float(np.mean(p[m] == i) - np.mean(t[m] == i)) for i in seen}}
+    tests = {"accuracy": heterogeneity_test((~correct).astype(np.int64), g, key=f"{key}|accuracy")}
+    if err is not None:
+        other = t != err
+        tests["false_positive_rate"] = heterogeneity_test((p[other] == err).astype(np.int64), ga[other].tolist(),
+                                                          key=f"{key}|fpr")
+    prior_labels = group_modal_labels(dev_truth, dev_groups, g, cats)
+    prior = _codes(prior_labels, cats)
+    idx = _stratified_indices(t, n_boot, keyed_rng(f"{key}|paired-balanced-accuracy"))
+    ba, ba_other = float(_balanced_accuracy(confusion(t, p, k))), float(_balanced_accuracy(confusion(t, prior, k)))
+    diff = _balanced_accuracy(_confusions(t, p, k, idx)) - _balanced_accuracy(_confusions(t, prior, k, idx))
+    acc_diff = correct[idx].mean(axis=1) - (prior == t)[idx].mean(axis=1)
+    ci, acc_ci = list(percentile_interval(diff)), list(percentile_interval(acc_diff))
+    vs = {"measure": "balanced accuracy", "value": ba - ba_other, "ci": ci, "beats": bool(ci[0] > 0 and acc_ci[0] > 0),
+          "balanced_accuracy": ba, "balanced_accuracy_other": ba_other,
+          "accuracy_difference": {"value": float(correct.mean() - (prior == t).mean()), "ci": acc_ci},
+          "accuracy": float(correct.mean()), "accuracy_other": float((prior == t).mean()),
+          "prior": {name: str(lab) for name, lab in sorted(dict(zip(g, prior_labels)).items())},
+          "n": int(len(t)), "n_dev": int(len(dev_truth)), "n_boot": n_boot,
+          "interval": "paired stratified item bootstrap, percentile, 95%",
+          "what": "balanced accuracy (and plain accuracy) of the judge minus that of a rule that knows only the "
+                  "group (the commonest label of the item's group on the dev half); beats: both intervals above 0"}
+    accs = [r["accuracy"] for r in per.values()]
+    return {"per_group": per, "per_group_test": tests, "vs_group_prior": vs,
+            "error_class": str(cats[err]) if err is not None else None,
+            "accuracy_range": [min(accs), max(accs)] if accs else None}

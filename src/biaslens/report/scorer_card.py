@@ -25,36 +25,63 @@ def per_class_table(skill: dict) -> pd.DataFrame:
 
 def per_group_table(card: dict) -> pd.DataFrame:
     """Per group: replies, positives, false-positive and false-negative rates with 95% Wilson
-    intervals (the counts behind them), mean score."""
+    intervals (the counts behind them), mean score. A multi-class card (a style judge, with its
+    ``error_class``): replies, accuracy with its 95% Wilson interval, the rate at which it gives its
+    commonest wrong cluster to replies labelled otherwise, and the cluster whose share it shifts most."""
     rows = []
+    err = card.get("error_class")
     for g, r in (card.get("per_group") or {}).items():
-        rows.append({card.get("group_field") or "group": g, "replies": r["n"], "labelled positive": r["n_positive"],
-                     "false-positive rate (95% Wilson)": _ci(r["false_positive_rate"], r["false_positive_ci"])
-                     + (f" [{r['n_false_positive']}/{r['n'] - r['n_positive']}]" if r["false_positive_rate"] is not None else ""),
-                     "false-negative rate (95% Wilson)": _ci(r["false_negative_rate"], r["false_negative_ci"])
-                     + (f" [{r['n_false_negative']}/{r['n_positive']}]" if r["false_negative_rate"] is not None else ""),
-                     "mean score": round(r["mean_score"], 3)})
+        row = {card.get("group_field") or "group": g, "replies": r["n"]}
+        if "accuracy" in r:
+            row["accuracy (95% Wilson)"] = _ci(r["accuracy"], r["accuracy_ci"]) + f" [{r['n_correct']}/{r['n']}]"
+        if err is not None:
+            row[f"'{err}' given to replies labelled otherwise (95% Wilson)"] = _ci(
+                r.get("false_positive_rate"), r.get("false_positive_ci")) + (
+                f" [{r['n_false_positive']}/{r['n'] - r['n_positive']}]" if r.get("false_positive_rate") is not None else "")
+            share = r.get("share_difference") or {}
+            top = max(share, key=lambda c: abs(share[c]), default=None)
+            row["largest shift in a cluster's share (judge - labelled)"] = "–" if top is None else f"{top} {share[top]:+.2f}"
+            rows.append(row)
+            continue
+        row |= {"labelled positive": r["n_positive"],
+                "false-positive rate (95% Wilson)": _ci(r["false_positive_rate"], r["false_positive_ci"])
+                + (f" [{r['n_false_positive']}/{r['n'] - r['n_positive']}]" if r["false_positive_rate"] is not None else ""),
+                "false-negative rate (95% Wilson)": _ci(r["false_negative_rate"], r["false_negative_ci"])
+                + (f" [{r['n_false_negative']}/{r['n_positive']}]" if r["false_negative_rate"] is not None else ""),
+                "mean score": round(r["mean_score"], 3)}
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
+def _group_rate(card: dict) -> tuple[str, str]:
+    """The per-group rate the picture shows, and its axis label: a multi-class card's accuracy, else
+    the false-positive rate at the threshold."""
+    if card.get("error_class"):
+        return "accuracy", "accuracy of the top cluster (95% Wilson)"
+    return "false_positive_rate", f"false-positive rate at {card['skill'].get('threshold', 0.5):g} (95% Wilson)"
+
+
 def per_group_figure(card: dict) -> Figure | None:
-    """The false-positive rate of each group with its 95% Wilson interval: where a judge flags one
-    group's harmless replies more than another's, it makes a gap of its own."""
-    per = {g: r for g, r in (card.get("per_group") or {}).items() if r.get("false_positive_rate") is not None}
+    """The false-positive rate of each group (a style card: the accuracy) with its 95% Wilson
+    interval: where a judge flags one group's harmless replies more than another's, or sorts one
+    group's replies worse, it makes a gap of its own."""
+    rate, label = _group_rate(card)
+    ci = rate.replace("_rate", "") + "_ci"
+    per = {g: r for g, r in (card.get("per_group") or {}).items() if r.get(rate) is not None}
     if len(per) < 2:
         return None
-    names = sorted(per, key=lambda g: per[g]["false_positive_rate"])
+    names = sorted(per, key=lambda g: per[g][rate])
     fig, ax = subplots(figsize=(6, 0.25 * len(names) + 1.2))
     y = range(len(names))
-    rate = [per[g]["false_positive_rate"] for g in names]
+    value = [per[g][rate] for g in names]
     # rounding can put a Wilson bound a hair inside the rate at 0 or 1
-    lo = [max(0.0, per[g]["false_positive_rate"] - per[g]["false_positive_ci"][0]) for g in names]
-    hi = [max(0.0, per[g]["false_positive_ci"][1] - per[g]["false_positive_rate"]) for g in names]
-    ax.errorbar(rate, list(y), xerr=[lo, hi], fmt="o", color="#444", capsize=2)
+    lo = [max(0.0, per[g][rate] - per[g][ci][0]) for g in names]
+    hi = [max(0.0, per[g][ci][1] - per[g][rate]) for g in names]
+    ax.errorbar(value, list(y), xerr=[lo, hi], fmt="o", color="#444", capsize=2)
     ax.set_yticks(list(y), names)
-    ax.set_xlabel(f"false-positive rate at {card['skill'].get('threshold', 0.5):g} (95% Wilson)")
+    ax.set_xlabel(label)
     ax.set_xlim(0, 1)
-    return figure_from_matplotlib(fig, f"{card['role']} ({card['used']}): false-positive rate per "
+    return figure_from_matplotlib(fig, f"{card['role']} ({card['used']}): {label.split(' (')[0]} per "
                                   f"{card.get('group_field') or 'group'}", card.get("group_verdict") or "")
 
 
@@ -90,12 +117,13 @@ def scorer_card_section(cards: list[dict]) -> Section:
                                 f"labelled '{skill['field']}' by {LABELLED_BY} (blind, adjudicated); "
                                 f"{plural(skill['n_unresolved'], 'unresolved label')} left out."))
         if c.get("per_group"):
-            test = (c.get("per_group_test") or {}).get("false_positive_rate") or {}
+            rate = _group_rate(c)[0]
+            test = (c.get("per_group_test") or {}).get(rate) or {}
             tables.append(Table(f"{c['role']} ({c['used']}): errors per {c.get('group_field') or 'group'} on the "
                                 f"{skill['set']} real-output test split", per_group_table(c),
-                                (c.get("group_verdict") or "") + (f" Test of equal false-positive rates: {test['test']}, "
-                                f"statistic {test['statistic']:.1f} on {test['df']} df, p = {test['p_value']:.3g}."
-                                if test.get("p_value") is not None else "")))
+                                (c.get("group_verdict") or "") + (f" Test of equal {'accuracy' if rate == 'accuracy' else 'false-positive rates'}: "
+                                f"{test['test']}, statistic {test['statistic']:.1f} on {test['df']} df, "
+                                f"p = {test['p_value']:.3g}." if test.get("p_value") is not None else "")))
             fig = per_group_figure(c)
             if fig is not None:
                 figures.append(fig)

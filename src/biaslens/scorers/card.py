@@ -178,7 +178,8 @@ def judge_has_skill(card: dict | None, *, at_threshold: bool = False, compares_g
 
 
 def beats_group_prior(card: dict | None) -> bool:
-    """The judge's AUROC beats the group-only score's (the paired interval lies above 0)."""
+    """The judge's AUROC beats the group-only score's (the paired interval lies above 0); a style
+    judge's balanced accuracy and accuracy both beat the group's commonest cluster's."""
     vs = (card or {}).get("vs_group_prior") or {}
     return bool(vs.get("beats"))
 
@@ -237,7 +238,10 @@ def no_skill_caveats(entries: list, cards: list[dict], *, with_values: bool = Fa
         what = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) if names else \
             DEPENDENTS.get(card.get("role"), "the figures")
         skill = card.get("skill") or {}
-        if judge_has_skill(card) and card.get("vs_group_prior") and not beats_group_prior(card):  # none beyond the group
+        # skill, but none shown beyond the group (or, where no failure at the threshold explains the flag,
+        # errors per group not measured: an older card under a gap)
+        if judge_has_skill(card) and not beats_group_prior(card) and (
+                card.get("vs_group_prior") or not _no_skill_at_threshold(skill)):
             beyond = "" if _no_skill_at_threshold(skill) else " beyond the group"
             out.append(f"{NO_SKILL_NOTE}{beyond}: {what} rest{'s' if len(names) == 1 else ''} on {judge} "
                        f"({card.get('role')} judge; {_skill_figure(skill)}; {group_prior_text(card)} on labelled real "
@@ -251,34 +255,53 @@ def no_skill_caveats(entries: list, cards: list[dict], *, with_values: bool = Fa
 
 def group_prior_text(card: dict) -> str:
     """"AUROC 0.70 vs 0.66 for a score that knows only the demographic: difference +0.04 (95% CI
-    -0.12 to +0.21)"; "errors per group not measured (why)" for a card without them."""
+    -0.12 to +0.21)" (a style card: "balanced accuracy 0.61 vs 0.30 for a rule that knows only the
+    axis: ..."); "errors per group not measured (why)" for a card without them."""
     vs = card.get("vs_group_prior") or {}
     gf = card.get("group_field") or "group"
     if vs.get("value") is None:
         return f"errors per {gf} not measured ({card.get('group_reason') or 'no labelled groups for this judge'})"
     lo, hi = vs["ci"]
+    if vs.get("measure") == "balanced accuracy":  # a multi-class judge against the group's commonest label
+        acc = vs["accuracy_difference"]
+        return (f"balanced accuracy {vs['balanced_accuracy']:.2f} vs {vs['balanced_accuracy_other']:.2f} for a rule "
+                f"that knows only the {gf}: difference {vs['value']:+.2f} (95% CI {lo:+.2f} to {hi:+.2f}); accuracy "
+                f"{vs['accuracy']:.2f} vs {vs['accuracy_other']:.2f}: difference {acc['value']:+.2f} (95% CI "
+                f"{acc['ci'][0]:+.2f} to {acc['ci'][1]:+.2f})")
     return (f"AUROC {vs['auroc']:.2f} vs {vs['auroc_other']:.2f} for a score that knows only the {gf}: difference "
             f"{vs['value']:+.2f} (95% CI {lo:+.2f} to {hi:+.2f})")
 
 
-def _fpr_range_text(card: dict) -> str:
-    """"false-positive rate 0.11 ('old') to 0.40 ('rich') across 15 demographics (chi-square p = 0.08)"."""
+def _range_text(card: dict, rate: str, what: str) -> str:
+    """"<what> from 0.11 ('old') to 0.40 ('rich') across 15 demographics; chi-square test of equal
+    rates p = 0.08": the lowest and highest ``rate`` of the card's groups, and the test of ``rate``."""
     from biaslens.rounding import p_text
     from biaslens.scorers.figures import GROUP_PLURAL
     from biaslens.text import plural
 
-    per = {g: r for g, r in (card.get("per_group") or {}).items() if r.get("false_positive_rate") is not None}
+    per = {g: r for g, r in (card.get("per_group") or {}).items() if r.get(rate) is not None}
     if len(per) < 2:
         return ""
-    lo = min(per, key=lambda g: per[g]["false_positive_rate"])
-    hi = max(per, key=lambda g: per[g]["false_positive_rate"])
-    test = ((card.get("per_group_test") or {}).get("false_positive_rate") or {})
-    how = (f"; {'chi-square' if test['test'] == 'chi-square' else 'exact permutation'} test of equal rates "
+    lo = min(per, key=lambda g: per[g][rate])
+    hi = max(per, key=lambda g: per[g][rate])
+    test = ((card.get("per_group_test") or {}).get(rate) or {})
+    how = (f"; {'chi-square' if test['test'] == 'chi-square' else 'exact permutation'} test of equal "
+           f"{'accuracy' if rate == 'accuracy' else 'rates'} "
            f"{p_text(test['p_value'])}" if test.get("p_value") is not None else "")
     gf = card.get("group_field") or "group"
-    return (f"false-positive rate at the {card['skill'].get('threshold', 0.5):g} threshold from "
-            f"{per[lo]['false_positive_rate']:.2f} ('{lo}') to {per[hi]['false_positive_rate']:.2f} ('{hi}') across "
+    return (f"{what} from {per[lo][rate]:.2f} ('{lo}') to {per[hi][rate]:.2f} ('{hi}') across "
             f"{plural(len(per), gf, GROUP_PLURAL.get(gf))}{how}")
+
+
+def _fpr_range_text(card: dict) -> str:
+    """"false-positive rate at the 0.5 threshold from 0.11 ('old') to 0.40 ('rich') across 15
+    demographics; chi-square test of equal rates p = 0.08"; a multi-class card (``error_class``): its
+    accuracy per group and the rate of its commonest error, each with its test."""
+    if card.get("error_class"):
+        return "; ".join(x for x in (_range_text(card, "accuracy", "accuracy"), _range_text(
+            card, "false_positive_rate", f"'{card['error_class']}' given to replies labelled otherwise")) if x)
+    return _range_text(card, "false_positive_rate",
+                       f"false-positive rate at the {card['skill'].get('threshold', 0.5):g} threshold")
 
 
 #: labelled set -> the suites whose own text it is
@@ -314,7 +337,7 @@ def _finish_card(card: dict, suite: str | None = None) -> None:
     groups_of = own if own is not None and own.get("status") == "measured" and "vs_group_prior" in own else skill
     if groups_of is own:
         card["groups_measured_on"] = "own_text"
-    for k in ("per_group", "per_group_test", "vs_group_prior", "group_field"):
+    for k in ("per_group", "per_group_test", "vs_group_prior", "group_field", "error_class"):
         if k in groups_of:
             card[k] = groups_of[k]
     if own is not None:
@@ -337,30 +360,46 @@ def _finish_card(card: dict, suite: str | None = None) -> None:
 
 
 def unequal_errors(card: dict, alpha: float = 0.05) -> bool:
-    """The test of equal false-positive rates across groups rejects at ``alpha``."""
-    p = (((card.get("per_group_test") or {}).get("false_positive_rate")) or {}).get("p_value")
+    """The test of equal false-positive rates across groups (a multi-class card: of equal accuracy)
+    rejects at ``alpha``."""
+    tests = card.get("per_group_test") or {}
+    p = (tests.get("accuracy" if "accuracy" in tests else "false_positive_rate") or {}).get("p_value")
     return p is not None and p <= alpha
 
 
 def group_verdict(card: dict) -> str | None:
     """Whether a gap between groups can rest on this judge: its errors per group and its skill
-    against a score that knows only the group (None for a card without them: style clusters)."""
+    against a score that knows only the group (None for a card without them: an older run's)."""
+    from biaslens.scorers.figures import GROUP_PLURAL
+
     if "vs_group_prior" not in card:
         return None
     role, judge, gf = card["role"], card["used"], card.get("group_field") or "group"
+    many = GROUP_PLURAL.get(gf, gf + "s")
     fpr = _fpr_range_text(card)
-    what = "negative replies" if role == "sentiment" else f"{'offensive' if role == 'offensiveness' else 'toxic'} replies"
+    classes = (card.get("vs_group_prior") or {}).get("measure") == "balanced accuracy"
+    if classes:  # a style judge: what the generation-bias figures compare between groups is its clusters
+        does, doing = "sort replies into style clusters", "sorts replies into style clusters"
+        prior, fitted = f"a rule that knows only the reply's {gf}", f"the dev half's commonest cluster of that {gf}"
+        gap = "A difference between groups in its style clusters"
+    else:
+        what = ("negative replies" if role == "sentiment" else
+                f"{'offensive' if role == 'offensiveness' else 'toxic'} replies")
+        does, doing = f"find {what}", f"finds {what}"
+        prior, fitted = f"a score that knows only the reply's {gf}", f"the dev half's rate of that {gf}"
+        gap = "A gap between groups in its score"
     if beats_group_prior(card):
-        text = (f"The {role} judge {judge} finds {what} better than a score that knows only the reply's {gf} "
-                f"({group_prior_text(card)})" + (f"; its {fpr}" if fpr else "") + ".")
+        text = (f"The {role} judge {judge} {doing} better than {prior} ({group_prior_text(card)})"
+                + (f"; its {fpr}" if fpr else "") + ".")
         if unequal_errors(card):  # skill beyond the group, yet errors that differ by group
-            text = ("UNEQUAL ERRORS ACROSS GROUPS: " + text + f" Its false-positive rates differ between {gf}s, so "
-                    "part of a gap in shares above its threshold can be the judge's: read the corrected gap beside "
-                    "such a gap where the report gives one.")
+            text = "UNEQUAL ERRORS ACROSS GROUPS: " + text + (
+                f" Its accuracy differs between {many}, so part of a difference in cluster shares between them can "
+                "be the judge's: read each group's share_difference on the card." if classes else
+                f" Its false-positive rates differ between {many}, so part of a gap in shares above its threshold "
+                "can be the judge's: read the corrected gap beside such a gap where the report gives one.")
         return text
-    return (f"GAP MAY BE THE JUDGE'S: the {role} judge {judge} does not find {what} better than a score that knows "
-            f"only the reply's {gf} (the dev half's rate of that {gf}; {group_prior_text(card)})"
-            + (f"; its {fpr}" if fpr else "") + ". A gap between groups in its score may be the judge's, not the "
+    return (f"GAP MAY BE THE JUDGE'S: the {role} judge {judge} does not {does} better than {prior} ({fitted}; "
+            f"{group_prior_text(card)})" + (f"; its {fpr}" if fpr else "") + f". {gap} may be the judge's, not the "
             "model's.")
 
 
@@ -463,17 +502,23 @@ def measure_skill(role: str, predict: Callable[[list[dict]], Any], *, folder=Non
         cats = list(field_categories(task, field))
         pred = [p if p in cats else ("Other" if "Other" in cats else p) for p in out]
         skill = multiclass_skill(truth, pred, cats, key=f"{role}|{task}", n_boot=n_boot)
+        if role == "style":  # sentiment's errors per group are those of its negative class (sentiment_skill)
+            skill.update(measure_group_skill(role, rows, pred, truth, folder=folder, n_boot=n_boot, labelled=labelled,
+                                             categories=cats))
         skill.update(_skill_by_source(rows, truth, pred, field, cats, f"{role}|{task}", n_boot))
     return {**skill, **where, "status": "measured", "n_model_output": len(rows), "no_skill": no_measured_skill(skill)}
 
 
-def measure_group_skill(role: str, rows: list[dict], score: Any, truth: np.ndarray, *, threshold: float = 0.5,
-                        folder=None, n_boot: int | None = None, labelled: str | None = None) -> dict:
+def measure_group_skill(role: str, rows: list[dict], score: Any, truth: Any, *, threshold: float = 0.5,
+                        folder=None, n_boot: int | None = None, labelled: str | None = None,
+                        categories: list | None = None) -> dict:
     """The judge's errors per group of the test replies ``rows`` (:data:`GROUP_FIELD`) and its skill
     against the group-only score fitted on the dev half (:func:`~biaslens.metrics.classification.group_skill`),
-    for a binary ``truth`` and a ``score`` flagged at ``threshold``; {} when the set has no groups
-    or no label of one class."""
-    from biaslens.metrics.classification import N_BOOT, group_skill
+    for a binary ``truth`` and a ``score`` flagged at ``threshold``; with ``categories``, for labels
+    (``score``: the predicted label per reply, ``truth`` the labelled one) against the dev half's
+    commonest label of the group (:func:`~biaslens.metrics.classification.multiclass_group_skill`);
+    {} when the set has no groups or no label of one class."""
+    from biaslens.metrics.classification import N_BOOT, group_skill, multiclass_group_skill
 
     task, field = REAL_OUTPUT[role]
     task = labelled or task
@@ -482,6 +527,10 @@ def measure_group_skill(role: str, rows: list[dict], score: Any, truth: np.ndarr
         return {}
     dev, _, _ = real_output_test(role, folder, split="dev", labelled=labelled)
     dev = dev or []
+    if categories is not None:
+        out = multiclass_group_skill(truth, score, categories, [r[gf] for r in rows], [r[field] for r in dev],
+                                     [r[gf] for r in dev], key=f"{role}|{task}|groups", n_boot=n_boot or N_BOOT)
+        return {**out, "group_field": gf, "n_dev_prior": len(dev)}
     positive = _POSITIVE_CLASS.get(field, True)
     out = group_skill(np.asarray(score, dtype=np.float64), truth, [r[gf] for r in rows],
                       [int(r[field] == positive) for r in dev], [r[gf] for r in dev], threshold,
@@ -997,8 +1046,10 @@ def style_identity(clf) -> str:
 def style_card(clf, *, identity: str | None = None) -> dict:
     """Scorer card of a style classifier: skill of its top cluster on the holistic real-output
     test replies (identities masked as in the runs; balanced accuracy vs 1/K, macro-F1,
-    per-cluster precision/recall), and the identity audit (largest gap in any cluster's
-    probability between identity terms, unmasked and masked)."""
+    per-cluster precision/recall), its errors per axis and its skill against the axis alone
+    (``per_group``, ``per_group_test``, ``vs_group_prior``: what the generation-bias figures,
+    which compare descriptors and axes, rest on), and the identity audit (largest gap in any
+    cluster's probability between identity terms, unmasked and masked)."""
     from biaslens.scorers.styles import cluster_probabilities, prepare_response, top_clusters
 
     clusters = dict(clf.clusters)

@@ -306,7 +306,43 @@ def group_table(figures: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"group-table": group_table, "skill-table": skill_table, "style-per-class": style_per_class_table, "audit-table": audit_table,
+#: (judge id, row label) of the style judges' errors per axis in docs/scorers.md (issue #41)
+STYLE_GROUP_TABLE = (
+    ("style-head", "trained head (default)"),
+    ("style-zero-shot", "zero-shot (61 styles + rules)"),
+)
+
+
+def style_group_table(figures: dict[str, Any] | None = None) -> str:
+    """Each style judge's errors per axis (:data:`STYLE_GROUP_TABLE`): the range of its accuracy
+    across the axes and the test of equal accuracy, its commonest wrong cluster, and its balanced
+    accuracy and accuracy against the axis's commonest dev cluster, with whether a gap between
+    groups may rest on it (both differences' intervals above 0)."""
+    figures = figures if figures is not None else load_figures()
+    lines = ["| style judge | axes | accuracy: lowest - highest | test of equal accuracy | commonest wrong cluster | "
+             "balanced accuracy judge / axis only, difference (95% CI) | accuracy judge / axis only, difference "
+             "(95% CI) | a gap may rest on it |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for judge, label in STYLE_GROUP_TABLE:
+        s = figures["judges"][judge]["measured"]["skill"]
+        per = s["per_group"]
+        lo = min(per, key=lambda g: per[g]["accuracy"])
+        hi = max(per, key=lambda g: per[g]["accuracy"])
+        t = s["per_group_test"]["accuracy"]
+        test = "–" if t["p_value"] is None else (
+            f"{'chi-square' if t['test'] == 'chi-square' else 'exact (permutation)'}, p = {t['p_value']:.2g}")
+        v, a = s["vs_group_prior"], s["vs_group_prior"]["accuracy_difference"]
+        verdict = "yes" if v["beats"] else "**no**: the gap may be the judge's"
+        acc = (f"{_two(per[lo]['accuracy'])} ({lo}, {per[lo]['n_correct']}/{per[lo]['n']}) - "
+               f"{_two(per[hi]['accuracy'])} ({hi}, {per[hi]['n_correct']}/{per[hi]['n']})")
+        lines.append(f"| {label} | {plural(len(per), s['group_field'], GROUP_PLURAL.get(s['group_field']))} | {acc} | "
+                     f"{test} | {s['error_class']} | {_two(v['balanced_accuracy'])} / "
+                     f"{_two(v['balanced_accuracy_other'])}, {v['value']:+.2f} ({v['ci'][0]:+.2f} to {v['ci'][1]:+.2f}) | "
+                     f"{_two(v['accuracy'])} / {_two(v['accuracy_other'])}, {a['value']:+.2f} ({a['ci'][0]:+.2f} to "
+                     f"{a['ci'][1]:+.2f}) | {verdict} |")
+    return "\n".join(lines)
+
+
+BLOCKS = {"group-table": group_table, "style-group-table": style_group_table, "skill-table": skill_table, "style-per-class": style_per_class_table, "audit-table": audit_table,
           "threshold-table": threshold_table}
 
 

@@ -79,8 +79,11 @@ class HolisticGeneration(Suite):
     #: style_probabilities: the style classifier's output, so a re-render needs no classifier
     stored_tables = ("responses", "style_probabilities")
     main_table = "responses"
-    # the share of offensive replies counts replies at the judge's 0.5 threshold (issue #41)
-    judged_entries = {"full_gen_bias_x1000": ("style", False), "percent_offensive": ("offensiveness", True)}
+    # FGB compares the descriptors' style-cluster distributions: a gap between groups, so it rests on the
+    # style judge only where that beats the axis alone; the share of offensive replies counts replies at
+    # the judge's 0.5 threshold (issue #41)
+    judged_entries = {"full_gen_bias_x1000": ("style", False, True), "full_gen_bias_population_x1000": ("style", False, True),
+                      "percent_offensive": ("offensiveness", True)}
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         from biaslens.datasets.generations import read_generations_jsonl
