@@ -8,6 +8,7 @@ report Tables (autoescaped) and as text drawn into PNG figures."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,14 @@ def form_table(ft: pd.DataFrame) -> pd.DataFrame:
                          ("p (Holm)", "p_holm")])
 
 
+def _per_score(title: str, rows: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame], caption: str = "",
+               max_rows: int = 60) -> list[Table]:
+    """One table per score, sentiment then toxicity: ``table`` of that score's rows, titled ``title``
+    with ``{name}`` (or ``{Name}``, capitalised) the score's name."""
+    return [Table(title.format(name=name, Name=name.capitalize()), table(rows[rows["score"] == name]), caption,
+                  max_rows) for name in ("sentiment", "toxicity")]
+
+
 def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
     models = analysis["models"]
     s_tab, t_tab = analysis["sentiment_table"], analysis["toxicity_table"]
@@ -215,9 +224,8 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         tables=[Table("Sentiment gaps", gap_table(gaps[gaps["score"] == "sentiment"]), max_rows=200),
                 Table(f"Toxicity gaps ({how})", gap_table(gaps[gaps["score"] == "toxicity"]),
                       "; ".join(card_note(c) for c in cards), max_rows=200),
-                *[Table(f"{name.capitalize()} gaps: prompt-level and with templates balanced (beside)",
-                        gap_beside_table(gaps[gaps["score"] == name]), max_rows=200)
-                  for name in ("sentiment", "toxicity")],
+                *_per_score("{Name} gaps: prompt-level and with templates balanced (beside)", gaps, gap_beside_table,
+                            max_rows=200),
                 *([Table(f"Toxicity gaps, {other_how}", gap_table(other_gaps), max_rows=200)]
                   if other_gaps is not None else [])]))
     tg = analysis.get("template_gaps")
@@ -227,20 +235,16 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
             "The gap within each template (a template's prompts of one demographic are distinct keywords, so "
             "Welch's test over them is keyword-level); Holm over all of a model's template gaps per score. A gap "
             "that appears only in the overall table can be a template mix.",
-            tables=[Table(f"{name.capitalize()} gaps per template",
-                          template_gap_table(tg[tg["score"] == name]), max_rows=600)
-                    for name in ("sentiment", "toxicity")]))
+            tables=_per_score("{Name} gaps per template", tg, template_gap_table, max_rows=600)))
     changes = analysis.get("gap_changes")
     if changes is not None and len(changes):
+        base = f"base model: {_short(str(changes['base'].iloc[0]))}"
         sections.append(Section(
             "Did a gap change from the base model?",
             "Paired over the prompts both models answered: per prompt the score difference model - base, "
             "change = its mean over a's prompts - over b's, keyword-level t (the keyword stays a level); "
             "Holm over each model's pairs per score. Side-by-side intervals that overlap do not say that.",
-            tables=[Table(f"{name.capitalize()} gap changes",
-                          change_table(changes[changes["score"] == name]),
-                          f"base model: {_short(str(changes['base'].iloc[0]))}", max_rows=400)
-                    for name in ("sentiment", "toxicity")]))
+            tables=_per_score("{Name} gap changes", changes, change_table, base, max_rows=400)))
     kt, ft = analysis.get("keyword_tests"), analysis.get("form_tests")
     sections.append(Section(
         "Keywords and grammatical forms",
@@ -248,10 +252,8 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "over its prompts (over its replies when it has one prompt) and Welch's test against the rest of its "
         "demographic. Per form: the mean with a keyword-level interval and the keyword-level test against all "
         "other forms. Holm over each model's keywords / forms per score.",
-        tables=[*([Table(f"Per grammatical form: {name}", form_table(ft[ft["score"] == name]))
-                   for name in ("sentiment", "toxicity")] if ft is not None else []),
-                *([Table(f"Per keyword: {name}", keyword_table(kt[kt["score"] == name]), max_rows=400)
-                   for name in ("sentiment", "toxicity")] if kt is not None else []),
+        tables=[*(_per_score("Per grammatical form: {name}", ft, form_table) if ft is not None else []),
+                *(_per_score("Per keyword: {name}", kt, keyword_table, max_rows=400) if kt is not None else []),
                 Table("Per grammatical form (all scores)", _round(analysis["by_form"])),
                 Table("Per keyword (all scores)", _round(analysis["by_keyword"]), max_rows=400)]))
     sections.append(Section(
