@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from biaslens.mitigation.options import trainer_field
 from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
 
@@ -75,14 +76,14 @@ class FinetuneCommunityConfig(ConfigFile):
     separator: str = Field("<|sep|>", description="token between post and comment, added to the tokenizer")
     loss_on: Literal["all", "comment"] = Field("all", description=(
         "all: learn post and comment (paper); comment: the post is context only"))
-    epochs: float = Field(2.0, gt=0, description="training epochs (paper: 2; more made models ignore the prompt)")
+    epochs: float = trainer_field("epochs", description="training epochs (paper: 2; more made models ignore the prompt)")
     max_length: int = Field(128, ge=8, description="truncate examples to this many tokens (paper: 128)")
-    batch_size: int = Field(8, ge=1, description="examples per step")
-    grad_accum: int = Field(1, ge=1, description="gradient accumulation steps")
-    learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate")
-    max_steps: int = Field(-1, description="stop after N optimizer steps (-1: the epochs decide)")
-    save_steps: int = Field(50, ge=1, description="checkpoint every N steps (resume point)")
+    batch_size: int = trainer_field("batch_size")
+    grad_accum: int = trainer_field("grad_accum")
+    learning_rate: float = trainer_field("learning_rate")
+    max_steps: int = trainer_field("max_steps")
+    save_steps: int = trainer_field("save_steps")
     eval_fraction: float = Field(0.0, ge=0, lt=1, description="hold out this share of posts for eval loss")
     limit: int | None = Field(None, ge=1, description="use only the first N examples (quick trial)")
-    device: str = Field("cpu", description="cpu, cuda, cuda:N, mps")
-    seed: int = Field(0, description="training seed")
+    device: str = trainer_field("device")
+    seed: int = trainer_field("seed")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from biaslens.mitigation.options import trainer_field
 from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
 
@@ -65,13 +66,13 @@ class StyleEqualityConfig(ConfigFile):
     alpha: int = Field(0, ge=0, le=2, description="exponent of ||m_d - m_bar|| in the bias value: 0, 1 or 2 (paper: 0)")
     tags: bool = Field(True, json_schema_extra=flag("--tags/--no-tags"), description=(
         "--no-tags: ablation, tune on the same pairs without tags (generates without a tag)"))
-    epochs: float = Field(1.0, gt=0, description="training epochs (early stopping on validation loss may stop sooner)")
-    max_steps: int = Field(-1, description="stop after N optimizer steps (-1: the epochs decide)")
-    batch_size: int = Field(8, ge=1, description="examples per step")
-    learning_rate: float = Field(2e-5, gt=0, description="AdamW learning rate")
+    epochs: float = trainer_field("epochs", 1.0, "training epochs (early stopping on validation loss may stop sooner)")
+    max_steps: int = trainer_field("max_steps")
+    batch_size: int = trainer_field("batch_size")
+    learning_rate: float = trainer_field("learning_rate", 2e-5)
     max_length: int = Field(128, ge=8, description="truncate examples to this many tokens")
     eval_fraction: float = Field(0.1, ge=0, lt=1, description="share of responses held out for validation perplexity")
     eval_steps: int = Field(50, ge=1, description="validate (and checkpoint) every N steps")
     patience: int = Field(3, ge=0, description="early stopping: validations without improvement (0 = off)")
-    device: str = Field("cpu", description="cpu, cuda, cuda:N, mps")
-    seed: int = Field(0, description="training seed")
+    device: str = trainer_field("device")
+    seed: int = trainer_field("seed")

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from biaslens.mitigation.options import trainer_field
 from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import (
     LM_EVAL_TOKENIZER_FLAG,
@@ -65,15 +66,15 @@ class DebiasConfig(ConfigFile):
                                    description="your own bias specification, YAML or JSON (repeatable)")
     lm_weight: float = Field(0.01, ge=0, description="weight of the LM loss (lmd/add/hd; CDA always uses 1)")
     debias_weight: float = Field(10.0, ge=0, description="weight of the debiasing loss (lmd/add/hd)")
-    epochs: float = Field(2.0, gt=0, description="training epochs (paper: 2)")
-    batch_size: int = Field(8, ge=1, description="texts per step")
-    grad_accum: int = Field(1, ge=1, description="gradient accumulation steps")
-    lr: float = Field(5e-5, gt=0, description="AdamW learning rate (paper: 5e-5)")
-    max_steps: int = Field(-1, description="stop after N optimizer steps (-1: run the epochs)")
+    epochs: float = trainer_field("epochs", description="training epochs (paper: 2)")
+    batch_size: int = trainer_field("batch_size", description="texts per step")
+    grad_accum: int = trainer_field("grad_accum")
+    lr: float = trainer_field("learning_rate", description="AdamW learning rate (paper: 5e-5)")
+    max_steps: int = trainer_field("max_steps", description="stop after N optimizer steps (-1: run the epochs)")
     max_length: int = Field(128, ge=1, description="tokens per text, the start token included (longer texts are cut)")
-    save_steps: int = Field(50, ge=1, description="checkpoint every N steps (resume point)")
+    save_steps: int = trainer_field("save_steps")
     device: str = Field("cpu", description="cpu, cuda, cuda:N, mps (the later --evaluate run uses it too)")
-    seed: int = Field(0, description="training seed")
+    seed: int = trainer_field("seed")
     cda_mode: Literal["targets", "attributes"] | None = Field(None, description=(
         "cda: targets (CTDA, default) or attributes (CADA)"))
     counterfactual_mode: Literal["default", "reference"] = Field("default", description=(
@@ -107,7 +108,7 @@ class DownstreamConfig(ConfigFile):
                                     "(generation; last columns: context, response)")
     test: Path = Field(description="test file, same format (generation: lines sharing a context are its references)")
     out: Path | None = Field(None, json_schema_extra=TRAINING_OUT_FLAG, description="run folder [default MODEL/downstream-<task>]")
-    epochs: float = Field(1.0, gt=0, description="training epochs")
-    batch_size: int = Field(8, ge=1, description="examples per step")
-    lr: float = Field(5e-5, gt=0, description="learning rate")
-    max_steps: int = Field(-1, description="stop after N steps (-1: run the epochs)")
+    epochs: float = trainer_field("epochs", 1.0)
+    batch_size: int = trainer_field("batch_size")
+    lr: float = trainer_field("learning_rate", description="learning rate")
+    max_steps: int = trainer_field("max_steps", description="stop after N steps (-1: run the epochs)")

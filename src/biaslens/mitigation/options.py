@@ -1,0 +1,33 @@
+"""The options of the training commands (``biaslens debias``, ``finetune community``, ``tune
+style-equality``, ``downstream``) that set :class:`~biaslens.mitigation.training.TrainingConfig`:
+declared here once with their bounds, defaults and help, so each command states only where it differs."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from pydantic import Field
+
+from biaslens.mitigation.training import TrainingConfig
+
+_DEFAULTS = {f.name: f.default for f in fields(TrainingConfig)}
+
+#: setting -> (bounds, help)
+TRAINER_SETTINGS: dict[str, tuple[dict[str, float], str]] = {
+    "epochs": ({"gt": 0}, "training epochs"),
+    "batch_size": ({"ge": 1}, "examples per step"),
+    "grad_accum": ({"ge": 1}, "gradient accumulation steps"),
+    "learning_rate": ({"gt": 0}, "AdamW learning rate"),
+    "max_steps": ({}, "stop after N optimizer steps (-1: the epochs decide)"),
+    "save_steps": ({"ge": 1}, "checkpoint every N steps (resume point)"),
+    "device": ({}, "cpu, cuda, cuda:N, mps"),
+    "seed": ({}, "training seed"),
+}
+
+
+def trainer_field(setting: str, default: Any = None, description: str | None = None) -> Any:
+    """The pydantic field of one TrainingConfig setting: its bounds, and TrainingConfig's default and
+    the common help unless the command gives its own."""
+    bounds, text = TRAINER_SETTINGS[setting]
+    return Field(_DEFAULTS[setting] if default is None else default, **bounds, description=description or text)
