@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from biaslens.errors import ConfigError
 
@@ -60,6 +60,14 @@ IDENTITY_MASKING_FLAG = flag("--identity-masking/--no-identity-masking")
 #: lm-evaluation-harness samples in place of model calls (holistic-likelihood and redditbias)
 SAMPLES_FROM_LM_EVAL_FLAG = flag("--from-lm-eval", panel="lm-evaluation-harness")
 LM_EVAL_TOKENIZER_FLAG = flag("--tokenizer", panel="lm-evaluation-harness")
+
+
+def toxicity_label_field() -> Any:
+    """The option naming the toxic label of a Hugging Face toxicity classifier, the same in every
+    suite that scores toxicity with one."""
+    return Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+
+
 #: the --model and --out flags of the training commands (debias, finetune, tune, downstream)
 TRAINING_MODEL_FLAG = flag("--model", short="-m")
 TRAINING_OUT_FLAG = flag("--out", short="-o")

@@ -10,7 +10,15 @@ from pydantic import Field
 
 from biaslens.mitigation.options import trainer_field
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
+from biaslens.options import (
+    IDENTITY_MASKING_FLAG,
+    TRAINING_MODEL_FLAG,
+    TRAINING_OUT_FLAG,
+    ConfigFile,
+    Section,
+    flag,
+    toxicity_label_field,
+)
 
 
 class CommunityOptions(Section, section="community", flag_prefix="community-", panel="Community"):
@@ -50,7 +58,7 @@ class CommunityOptions(Section, section="community", flag_prefix="community-", p
     identity_masking: bool = Field(True, json_schema_extra=IDENTITY_MASKING_FLAG, description=(
         "score toxicity with the dimension's keywords replaced by a neutral placeholder (false: the paper's unmasked "
         "scores as headline)"))
-    toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+    toxicity_label: str | None = toxicity_label_field()
     n_bootstrap: int = Field(1000, ge=0, json_schema_extra=flag(skip=True), description="unused: the gap and mean intervals are keyword-level t intervals "
                                                      "(kept so older configs load)")
     n_examples: int = Field(5, ge=0, description="most negative/toxic generations listed per model")
