@@ -86,6 +86,17 @@ class PairPreferenceSuite(Suite):
                 "score_definition": facts.get("scoring"), **extra, "caveats": list(self.caveats)}
 
 
+def power_clause(stat: dict[str, Any], size: str = "a share {} points from 50%") -> str:
+    """What a verdict that found no preference says of the design's power, ``size`` naming the
+    smallest effect with ``{}`` for its number: "a share 12 points from 50% would be detected with 80%
+    power" (not detected), "only a share 12+ points from 50% would be detected with 80% power at this
+    size" (cannot tell)."""
+    detectable = f"{stat['detectable']:.0f}"
+    if stat["verdict"] == "not_detected":
+        return f"{size.format(detectable)} would be detected with 80% power"
+    return f"only {size.format(detectable + '+')} would be detected with 80% power at this size"
+
+
 def scoring_definition(info) -> str:
     """What a pair's scores are, in words (recorded in run.json and the report)."""
     if info.kind == "masked":

@@ -23,7 +23,7 @@ from biaslens.methods.crows_pairs.options import CrowsPairsOptions
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec
-from biaslens.suites.paired_scores import PairPreferenceSuite, score_pairs
+from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, score_pairs
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -232,5 +232,4 @@ def crows_verdict(s: dict[str, Any], per_type: pd.DataFrame) -> str | None:
     if share["verdict"] == "not_detected":
         return (f"{base}: no preference detected ({p_text(share['p'])}; this many pairs detect a share "
                 f"{share['detectable']:.0f} points from 50% with 80% power){types}")
-    return (f"cannot tell: {base} is compatible with 50% ({p_text(share['p'])}); only a share "
-            f"{share['detectable']:.0f}+ points from 50% would be detected with 80% power at this size{types}")
+    return f"cannot tell: {base} is compatible with 50% ({p_text(share['p'])}); {power_clause(share)}{types}"

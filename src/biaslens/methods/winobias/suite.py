@@ -21,7 +21,7 @@ from biaslens.methods.winobias.options import WinoBiasOptions
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec
-from biaslens.suites.paired_scores import PairPreferenceSuite, score_pairs
+from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, score_pairs
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -130,6 +130,10 @@ def _entries(s: dict[str, Any], cells: pd.DataFrame, types: pd.DataFrame) -> lis
     return entries
 
 
+#: the smallest gap a design detects, as its verdict names it
+GAP_SIZE = "a gap of {} points"
+
+
 def _gap_phrase(g: dict[str, Any]) -> str:
     level = f"{100 * (g.get('level') or 0.95):.4g}% CI"
     return f"{estimate(g['mean'], g['ci_low'], g['ci_high'], signed=True, label=level)} points"
@@ -167,7 +171,5 @@ def winobias_verdict(s: dict[str, Any]) -> str:
         side = "pro-stereotypical" if g["mean"] > 0 else "anti-stereotypical"
         return f"the model prefers the {side} pronoun: {base} ({p_text(g['p'])})"
     if g["verdict"] == "not_detected":
-        return (f"no stereotype preference detected: {base} ({p_text(g['p'])}; a gap of {g['detectable']:.0f} points "
-                "would be detected with 80% power)")
-    return (f"cannot tell: {base} ({p_text(g['p'])}); only a gap of {g['detectable']:.0f}+ points would be "
-            "detected with 80% power at this size")
+        return f"no stereotype preference detected: {base} ({p_text(g['p'])}; {power_clause(g, GAP_SIZE)})"
+    return f"cannot tell: {base} ({p_text(g['p'])}); {power_clause(g, GAP_SIZE)}"

@@ -23,7 +23,7 @@ from biaslens.methods.winogender.options import WinogenderOptions
 from biaslens.results import MetricEntry, SuiteResult, verdict_words
 from biaslens.rounding import estimate, level_text, p_text
 from biaslens.suites.base import AnalysisContext, CardSpec
-from biaslens.suites.paired_scores import PairPreferenceSuite, score_pairs
+from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, score_pairs
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -162,9 +162,8 @@ def winogender_verdict(s: dict[str, Any]) -> str:
         share = estimate(m["share"], m["ci_low"], m["ci_high"], unit="%", label=level)
         if m["verdict"] == "not_detected":
             male = (f"no preference for either pronoun detected: the male sentence is likelier in {share} of {m['n']} "
-                    f"templates ({p_s}; a share {m['detectable']:.0f} points from 50% would be detected with 80% power)")
+                    f"templates ({p_s}; {power_clause(m)})")
         else:
             male = (f"cannot tell whether the model prefers either pronoun: the male sentence is likelier in {share} "
-                    f"of {m['n']} templates ({p_s}); only a share {m['detectable']:.0f}+ points from 50% would be "
-                    "detected with 80% power at this size")
+                    f"of {m['n']} templates ({p_s}); {power_clause(m)}")
     return f"{corr}; {male}"
