@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import Field
 
 from biaslens.mitigation.training import TrainingConfig
+from biaslens.models.embedded import EMBEDDED_NAME
+from biaslens.options import TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG
 
 _DEFAULTS = {f.name: f.default for f in fields(TrainingConfig)}
 
@@ -31,3 +33,13 @@ def trainer_field(setting: str, default: Any = None, description: str | None = N
     the common help unless the command gives its own."""
     bounds, text = TRAINER_SETTINGS[setting]
     return Field(_DEFAULTS[setting] if default is None else default, **bounds, description=description or text)
+
+
+def base_model_field(description: str) -> Any:
+    """--model/-m: the model a training command starts from (default the embedded model)."""
+    return Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=description)
+
+
+def model_out_field() -> Any:
+    """--out/-o: the model folder a training command writes; the same command resumes it."""
+    return Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")

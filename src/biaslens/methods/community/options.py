@@ -8,17 +8,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from biaslens.mitigation.options import trainer_field
-from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import (
-    IDENTITY_MASKING_FLAG,
-    TRAINING_MODEL_FLAG,
-    TRAINING_OUT_FLAG,
-    ConfigFile,
-    Section,
-    flag,
-    toxicity_label_field,
-)
+from biaslens.mitigation.options import base_model_field, model_out_field, trainer_field
+from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, toxicity_label_field
 
 
 class CommunityOptions(Section, section="community", flag_prefix="community-", panel="Community"):
@@ -67,10 +58,9 @@ class CommunityOptions(Section, section="community", flag_prefix="community-", p
 class FinetuneCommunityConfig(ConfigFile):
     """``biaslens finetune community``: a causal LM fine-tuned on one community's posts and comments."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
-        "base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id"))
+    model: str = base_model_field("base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id")
     data: Path = Field(description="posts and comments (CSV, TSV, JSONL or Parquet); with --comments, the posts file")
-    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
+    out: Path = model_out_field()
     comments: Path | None = Field(None, description="separate comments file, joined to --data on the post id")
     title_column: str | None = Field(None, description="post title column (default: title)")
     text_column: str | None = Field(None, description="post text column (default: text, selftext, body, ...)")

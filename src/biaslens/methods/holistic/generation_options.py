@@ -7,9 +7,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from biaslens.mitigation.options import trainer_field
-from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
+from biaslens.mitigation.options import base_model_field, model_out_field, trainer_field
+from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag
 
 
 class GenerationOptions(Section, section="generation", panel="HolisticBias generation / offensiveness"):
@@ -55,11 +54,11 @@ class GenerationOptions(Section, section="generation", panel="HolisticBias gener
 class StyleEqualityConfig(ConfigFile):
     """``biaslens tune style-equality``: tuning on a holistic-generation run's responses tagged by bias value."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
-        "base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id"))
+    model: str = base_model_field(
+        "base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id")
     generations: Path = Field(json_schema_extra=flag(short="-g"), description=(
         "a finished `biaslens run holistic-generation` run folder"))
-    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
+    out: Path = model_out_field()
     beta: float | None = Field(None, description=(
         "tag 'bias' when the bias value exceeds this (paper: 0.0003 DialoGPT, 0.003 BlenderBot, for its 217-style "
         "classifier) [default: the run's median bias value]"))

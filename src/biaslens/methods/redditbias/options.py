@@ -8,12 +8,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from biaslens.mitigation.options import trainer_field
-from biaslens.models.embedded import EMBEDDED_NAME
+from biaslens.mitigation.options import base_model_field, model_out_field, trainer_field
 from biaslens.options import (
     LM_EVAL_TOKENIZER_FLAG,
     SAMPLES_FROM_LM_EVAL_FLAG,
-    TRAINING_MODEL_FLAG,
     TRAINING_OUT_FLAG,
     ConfigFile,
     Section,
@@ -54,11 +52,10 @@ class RedditBiasOptions(Section, section="redditbias", panel="RedditBias"):
 class DebiasConfig(ConfigFile):
     """``biaslens debias {cda,lmd,add,hd}``: RedditBias debiasing of one bias type."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
-        "'smollm2-135m' (embedded), a local model folder or a Hugging Face id"))
+    model: str = base_model_field("'smollm2-135m' (embedded), a local model folder or a Hugging Face id")
     bias_type: str = Field(json_schema_extra=flag(short="-b"), description=(
         "religion1, religion2, race, gender, orientation or the name in --spec-file"))
-    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
+    out: Path = model_out_field()
     data_dir: Path | None = Field(None, description=(
         "a RedditBias checkout: trains on text_files/<type>/<type>_bias_manual_train.txt; without it, on phrases "
         "built from the specification"))
@@ -102,8 +99,7 @@ class DebiasConfig(ConfigFile):
 class DownstreamConfig(ConfigFile):
     """``biaslens downstream {dst,generation}``: a dialog task trained and tested on your data."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
-        "embedded name, local folder or Hugging Face id"))
+    model: str = base_model_field("embedded name, local folder or Hugging Face id")
     train: Path = Field(description="training file: MultiWOZ 2.0-format JSON (dst) or DSTC-7 tab-separated "
                                     "(generation; last columns: context, response)")
     test: Path = Field(description="test file, same format (generation: lines sharing a context are its references)")
