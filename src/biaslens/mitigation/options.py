@@ -13,26 +13,28 @@ from biaslens.mitigation.training import TrainingConfig
 from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG
 
-_DEFAULTS = {f.name: f.default for f in fields(TrainingConfig)}
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(TrainingConfig)}
 
-#: setting -> (bounds, help)
-TRAINER_SETTINGS: dict[str, tuple[dict[str, float], str]] = {
-    "epochs": ({"gt": 0}, "training epochs"),
-    "batch_size": ({"ge": 1}, "examples per step"),
-    "grad_accum": ({"ge": 1}, "gradient accumulation steps"),
-    "learning_rate": ({"gt": 0}, "AdamW learning rate"),
-    "max_steps": ({}, "stop after N optimizer steps (-1: the epochs decide)"),
-    "save_steps": ({"ge": 1}, "checkpoint every N steps (resume point)"),
-    "device": ({}, "cpu, cuda, cuda:N, mps"),
-    "seed": ({}, "training seed"),
+#: setting -> (its lower bound: "gt" (greater than) or "ge" (at least) and the bound, help)
+TRAINER_SETTINGS: dict[str, tuple[tuple[str, float] | None, str]] = {
+    "epochs": (("gt", 0), "training epochs"),
+    "batch_size": (("ge", 1), "examples per step"),
+    "grad_accum": (("ge", 1), "gradient accumulation steps"),
+    "learning_rate": (("gt", 0), "AdamW learning rate"),
+    "max_steps": (None, "stop after N optimizer steps (-1: the epochs decide)"),
+    "save_steps": (("ge", 1), "checkpoint every N steps (resume point)"),
+    "device": (None, "cpu, cuda, cuda:N, mps"),
+    "seed": (None, "training seed"),
 }
 
 
 def trainer_field(setting: str, default: Any = None, description: str | None = None) -> Any:
-    """The pydantic field of one TrainingConfig setting: its bounds, and TrainingConfig's default and
+    """The pydantic field of one TrainingConfig setting: its bound, and TrainingConfig's default and
     the common help unless the command gives its own."""
-    bounds, text = TRAINER_SETTINGS[setting]
-    return Field(_DEFAULTS[setting] if default is None else default, **bounds, description=description or text)
+    bound, text = TRAINER_SETTINGS[setting]
+    kind, value = bound or ("", None)
+    return Field(_DEFAULTS[setting] if default is None else default, gt=value if kind == "gt" else None,
+                 ge=value if kind == "ge" else None, description=description or text)
 
 
 def base_model_field(description: str) -> Any:
