@@ -8,8 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from biaslens.mitigation.options import base_model_field, model_out_field, trainer_field
-from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, toxicity_label_field
+from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, toxicity_label_field, training_field
 
 
 class CommunityOptions(Section, section="community", flag_prefix="community-", panel="Community"):
@@ -58,9 +57,10 @@ class CommunityOptions(Section, section="community", flag_prefix="community-", p
 class FinetuneCommunityConfig(ConfigFile):
     """``biaslens finetune community``: a causal LM fine-tuned on one community's posts and comments."""
 
-    model: str = base_model_field("base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id")
+    model: str = training_field("model", description=(
+        "base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id"))
     data: Path = Field(description="posts and comments (CSV, TSV, JSONL or Parquet); with --comments, the posts file")
-    out: Path = model_out_field()
+    out: Path = training_field("out")
     comments: Path | None = Field(None, description="separate comments file, joined to --data on the post id")
     title_column: str | None = Field(None, description="post title column (default: title)")
     text_column: str | None = Field(None, description="post text column (default: text, selftext, body, ...)")
@@ -74,14 +74,14 @@ class FinetuneCommunityConfig(ConfigFile):
     separator: str = Field("<|sep|>", description="token between post and comment, added to the tokenizer")
     loss_on: Literal["all", "comment"] = Field("all", description=(
         "all: learn post and comment (paper); comment: the post is context only"))
-    epochs: float = trainer_field("epochs", description="training epochs (paper: 2; more made models ignore the prompt)")
+    epochs: float = training_field("epochs", description="training epochs (paper: 2; more made models ignore the prompt)")
     max_length: int = Field(128, ge=8, description="truncate examples to this many tokens (paper: 128)")
-    batch_size: int = trainer_field("batch_size")
-    grad_accum: int = trainer_field("grad_accum")
-    learning_rate: float = trainer_field("learning_rate")
-    max_steps: int = trainer_field("max_steps")
-    save_steps: int = trainer_field("save_steps")
+    batch_size: int = training_field("batch_size")
+    grad_accum: int = training_field("grad_accum")
+    learning_rate: float = training_field("learning_rate")
+    max_steps: int = training_field("max_steps")
+    save_steps: int = training_field("save_steps")
     eval_fraction: float = Field(0.0, ge=0, lt=1, description="hold out this share of posts for eval loss")
     limit: int | None = Field(None, ge=1, description="use only the first N examples (quick trial)")
-    device: str = trainer_field("device")
-    seed: int = trainer_field("seed")
+    device: str = training_field("device")
+    seed: int = training_field("seed")

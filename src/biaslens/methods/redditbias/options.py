@@ -8,7 +8,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from biaslens.mitigation.options import base_model_field, model_out_field, trainer_field
 from biaslens.options import (
     LM_EVAL_TOKENIZER_FLAG,
     SAMPLES_FROM_LM_EVAL_FLAG,
@@ -16,6 +15,7 @@ from biaslens.options import (
     ConfigFile,
     Section,
     flag,
+    training_field,
 )
 
 
@@ -52,10 +52,11 @@ class RedditBiasOptions(Section, section="redditbias", panel="RedditBias"):
 class DebiasConfig(ConfigFile):
     """``biaslens debias {cda,lmd,add,hd}``: RedditBias debiasing of one bias type."""
 
-    model: str = base_model_field("'smollm2-135m' (embedded), a local model folder or a Hugging Face id")
+    model: str = training_field("model", description=(
+        "'smollm2-135m' (embedded), a local model folder or a Hugging Face id"))
     bias_type: str = Field(json_schema_extra=flag(short="-b"), description=(
         "religion1, religion2, race, gender, orientation or the name in --spec-file"))
-    out: Path = model_out_field()
+    out: Path = training_field("out")
     data_dir: Path | None = Field(None, description=(
         "a RedditBias checkout: trains on text_files/<type>/<type>_bias_manual_train.txt; without it, on phrases "
         "built from the specification"))
@@ -63,15 +64,15 @@ class DebiasConfig(ConfigFile):
                                    description="your own bias specification, YAML or JSON (repeatable)")
     lm_weight: float = Field(0.01, ge=0, description="weight of the LM loss (lmd/add/hd; CDA always uses 1)")
     debias_weight: float = Field(10.0, ge=0, description="weight of the debiasing loss (lmd/add/hd)")
-    epochs: float = trainer_field("epochs", description="training epochs (paper: 2)")
-    batch_size: int = trainer_field("batch_size", description="texts per step")
-    grad_accum: int = trainer_field("grad_accum")
-    lr: float = trainer_field("learning_rate", description="AdamW learning rate (paper: 5e-5)")
-    max_steps: int = trainer_field("max_steps", description="stop after N optimizer steps (-1: run the epochs)")
+    epochs: float = training_field("epochs", description="training epochs (paper: 2)")
+    batch_size: int = training_field("batch_size", description="texts per step")
+    grad_accum: int = training_field("grad_accum")
+    lr: float = training_field("learning_rate", description="AdamW learning rate (paper: 5e-5)")
+    max_steps: int = training_field("max_steps", description="stop after N optimizer steps (-1: run the epochs)")
     max_length: int = Field(128, ge=1, description="tokens per text, the start token included (longer texts are cut)")
-    save_steps: int = trainer_field("save_steps")
+    save_steps: int = training_field("save_steps")
     device: str = Field("cpu", description="cpu, cuda, cuda:N, mps (the later --evaluate run uses it too)")
-    seed: int = trainer_field("seed")
+    seed: int = training_field("seed")
     cda_mode: Literal["targets", "attributes"] | None = Field(None, description=(
         "cda: targets (CTDA, default) or attributes (CADA)"))
     counterfactual_mode: Literal["default", "reference"] = Field("default", description=(
@@ -99,12 +100,12 @@ class DebiasConfig(ConfigFile):
 class DownstreamConfig(ConfigFile):
     """``biaslens downstream {dst,generation}``: a dialog task trained and tested on your data."""
 
-    model: str = base_model_field("embedded name, local folder or Hugging Face id")
+    model: str = training_field("model", description="embedded name, local folder or Hugging Face id")
     train: Path = Field(description="training file: MultiWOZ 2.0-format JSON (dst) or DSTC-7 tab-separated "
                                     "(generation; last columns: context, response)")
     test: Path = Field(description="test file, same format (generation: lines sharing a context are its references)")
     out: Path | None = Field(None, json_schema_extra=TRAINING_OUT_FLAG, description="run folder [default MODEL/downstream-<task>]")
-    epochs: float = trainer_field("epochs", 1.0)
-    batch_size: int = trainer_field("batch_size")
-    lr: float = trainer_field("learning_rate", description="learning rate")
-    max_steps: int = trainer_field("max_steps", description="stop after N steps (-1: run the epochs)")
+    epochs: float = training_field("epochs", 1.0)
+    batch_size: int = training_field("batch_size")
+    lr: float = training_field("learning_rate", description="learning rate")
+    max_steps: int = training_field("max_steps", description="stop after N steps (-1: run the epochs)")
