@@ -74,8 +74,9 @@ TRAINING_OUT_FLAG = flag("--out", short="-o")
 
 #: the fields the training commands (debias, finetune, tune, downstream) declare alike: name ->
 #: (default, lower bound: "gt" (greater than) or "ge" (at least) and the bound, help). "model" (the
-#: model trained, --model/-m) defaults to the embedded model, "out" (--out/-o) is required; the
-#: Trainer settings' defaults are biaslens.mitigation.training.TrainingConfig's (a test checks they agree)
+#: model trained, --model/-m) has the default its command gives (the embedded model), "out" (--out/-o)
+#: is required; the Trainer settings' defaults are biaslens.mitigation.training.TrainingConfig's (a
+#: test checks they agree)
 TRAINING_FIELDS: dict[str, tuple[Any, tuple[str, float] | None, str]] = {
     "model": (None, None, "the model to train"),
     "out": (..., None, "output model folder (re-run the same command to resume)"),
@@ -95,10 +96,6 @@ def training_field(name: str, default: Any = None, description: str | None = Non
     """The field of a training command declared alike in all of them (:data:`TRAINING_FIELDS`): its
     flag, bound, default and help, unless the command gives its own default or help."""
     value, bound, text = TRAINING_FIELDS[name]
-    if name == "model":
-        from biaslens.models.embedded import EMBEDDED_NAME  # here, so that this module stays light
-
-        value = EMBEDDED_NAME
     kind, limit = bound or ("", None)
     return Field(value if default is None else default, gt=limit if kind == "gt" else None,
                  ge=limit if kind == "ge" else None, json_schema_extra=_TRAINING_FLAGS.get(name),

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, toxicity_label_field, training_field
 
 
@@ -57,7 +58,7 @@ class CommunityOptions(Section, section="community", flag_prefix="community-", p
 class FinetuneCommunityConfig(ConfigFile):
     """``biaslens finetune community``: a causal LM fine-tuned on one community's posts and comments."""
 
-    model: str = training_field("model", description=(
+    model: str = training_field("model", EMBEDDED_NAME, (
         "base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id"))
     data: Path = Field(description="posts and comments (CSV, TSV, JSONL or Parquet); with --comments, the posts file")
     out: Path = training_field("out")

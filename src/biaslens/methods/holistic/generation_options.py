@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, training_field
 
 
@@ -53,7 +54,7 @@ class GenerationOptions(Section, section="generation", panel="HolisticBias gener
 class StyleEqualityConfig(ConfigFile):
     """``biaslens tune style-equality``: tuning on a holistic-generation run's responses tagged by bias value."""
 
-    model: str = training_field("model", description=(
+    model: str = training_field("model", EMBEDDED_NAME, (
         "base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id"))
     generations: Path = Field(json_schema_extra=flag(short="-g"), description=(
         "a finished `biaslens run holistic-generation` run folder"))

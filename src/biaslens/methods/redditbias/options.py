@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import (
     LM_EVAL_TOKENIZER_FLAG,
     SAMPLES_FROM_LM_EVAL_FLAG,
@@ -52,7 +53,7 @@ class RedditBiasOptions(Section, section="redditbias", panel="RedditBias"):
 class DebiasConfig(ConfigFile):
     """``biaslens debias {cda,lmd,add,hd}``: RedditBias debiasing of one bias type."""
 
-    model: str = training_field("model", description=(
+    model: str = training_field("model", EMBEDDED_NAME, (
         "'smollm2-135m' (embedded), a local model folder or a Hugging Face id"))
     bias_type: str = Field(json_schema_extra=flag(short="-b"), description=(
         "religion1, religion2, race, gender, orientation or the name in --spec-file"))
@@ -100,7 +101,7 @@ class DebiasConfig(ConfigFile):
 class DownstreamConfig(ConfigFile):
     """``biaslens downstream {dst,generation}``: a dialog task trained and tested on your data."""
 
-    model: str = training_field("model", description="embedded name, local folder or Hugging Face id")
+    model: str = training_field("model", EMBEDDED_NAME, "embedded name, local folder or Hugging Face id")
     train: Path = Field(description="training file: MultiWOZ 2.0-format JSON (dst) or DSTC-7 tab-separated "
                                     "(generation; last columns: context, response)")
     test: Path = Field(description="test file, same format (generation: lines sharing a context are its references)")
