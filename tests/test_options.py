@@ -236,3 +236,25 @@ def test_run_reads_the_suite_from_the_yaml(tmp_path):
     r = CliRunner().invoke(app, ["run", "--config", str(cfg)])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "o" / "run.json").read_text())["config"]["suite"] == "redditbias"
+
+
+def test_training_fields_default_as_training_config():
+    """The training commands' Trainer settings (options.TRAINING_FIELDS) default to what the
+    training loop's own TrainingConfig defaults to, and keep their bounds."""
+    from dataclasses import fields
+
+    from pydantic import ValidationError
+
+    from biaslens.methods.community.options import FinetuneCommunityConfig
+    from biaslens.mitigation.training import TrainingConfig
+    from biaslens.options import TRAINING_FIELDS
+
+    config = {f.name: f.default for f in fields(TrainingConfig)}
+    settings = {k: v[0] for k, v in TRAINING_FIELDS.items() if k not in ("model", "out")}
+    assert settings == {k: config[k] for k in settings}
+    with pytest.raises(ValidationError, match="greater than 0"):
+        FinetuneCommunityConfig(data="posts.csv", out="m", epochs=0)
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        FinetuneCommunityConfig(data="posts.csv", out="m", batch_size=0)
+    with pytest.raises(ValidationError, match="out"):
+        FinetuneCommunityConfig(data="posts.csv")

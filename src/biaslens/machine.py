@@ -48,12 +48,19 @@ def machine_facts() -> dict:
     model, flags = cpu_model_and_flags()
     facts = {"cpu_model": model, "cpu_flags": list(flags), "cpus": os.cpu_count(), "machine": platform.machine(),
              "system": platform.system(), "python": sys.version.split()[0]}
-    for package in ("torch", "transformers"):
+    facts.update(installed_versions(("torch", "transformers")))
+    return facts
+
+
+def installed_versions(packages: tuple[str, ...]) -> dict[str, str]:
+    """The version of each of these packages that is installed (the others are left out)."""
+    versions = {}
+    for package in packages:
         try:
-            facts[package] = metadata.version(package)
+            versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
-    return facts
+    return versions
 
 
 def describe_machine() -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from biaslens.errors import ConfigError
 
@@ -60,9 +60,46 @@ IDENTITY_MASKING_FLAG = flag("--identity-masking/--no-identity-masking")
 #: lm-evaluation-harness samples in place of model calls (holistic-likelihood and redditbias)
 SAMPLES_FROM_LM_EVAL_FLAG = flag("--from-lm-eval", panel="lm-evaluation-harness")
 LM_EVAL_TOKENIZER_FLAG = flag("--tokenizer", panel="lm-evaluation-harness")
+
+
+def toxicity_label_field() -> Any:
+    """The option naming the toxic label of a Hugging Face toxicity classifier, the same in every
+    suite that scores toxicity with one."""
+    return Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+
+
 #: the --model and --out flags of the training commands (debias, finetune, tune, downstream)
 TRAINING_MODEL_FLAG = flag("--model", short="-m")
 TRAINING_OUT_FLAG = flag("--out", short="-o")
+
+#: the fields the training commands (debias, finetune, tune, downstream) declare alike: name ->
+#: (default, lower bound: "gt" (greater than) or "ge" (at least) and the bound, help). "model" (the
+#: model trained, --model/-m) has the default its command gives (the embedded model), "out" (--out/-o)
+#: is required; the Trainer settings' defaults are biaslens.mitigation.training.TrainingConfig's (a
+#: test checks they agree)
+TRAINING_FIELDS: dict[str, tuple[Any, tuple[str, float] | None, str]] = {
+    "model": (None, None, "the model to train"),
+    "out": (..., None, "output model folder (re-run the same command to resume)"),
+    "epochs": (2.0, ("gt", 0), "training epochs"),
+    "batch_size": (8, ("ge", 1), "examples per step"),
+    "grad_accum": (1, ("ge", 1), "gradient accumulation steps"),
+    "learning_rate": (5e-5, ("gt", 0), "AdamW learning rate"),
+    "max_steps": (-1, None, "stop after N optimizer steps (-1: the epochs decide)"),
+    "save_steps": (50, ("ge", 1), "checkpoint every N steps (resume point)"),
+    "device": ("cpu", None, "cpu, cuda, cuda:N, mps"),
+    "seed": (0, None, "training seed"),
+}
+_TRAINING_FLAGS = {"model": TRAINING_MODEL_FLAG, "out": TRAINING_OUT_FLAG}
+
+
+def training_field(name: str, default: Any = None, description: str | None = None) -> Any:
+    """The field of a training command declared alike in all of them (:data:`TRAINING_FIELDS`): its
+    flag, bound, default and help, unless the command gives its own default or help."""
+    value, bound, text = TRAINING_FIELDS[name]
+    kind, limit = bound or ("", None)
+    return Field(value if default is None else default, gt=limit if kind == "gt" else None,
+                 ge=limit if kind == "ge" else None, json_schema_extra=_TRAINING_FLAGS.get(name),
+                 description=description or text)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """Small text helpers every layer may use (no biaslens imports): counted nouns ("1 template",
-"2 templates") and cutting text for display without breaking a character."""
+"2 templates"), cutting text for display without breaking a character, and a model's display name."""
 
 from __future__ import annotations
 
 import numbers
 import unicodedata
+from pathlib import Path
+from typing import Any
 
 ELLIPSIS = "\u2026"
 _ZWJ = "\u200d"
@@ -81,3 +83,12 @@ def match_case(src: str, new: str) -> str:
         return new[:lead] + new[lead:lead + 1].upper() + new[lead + 1:]
     return new
 
+
+def model_name(model: Any) -> str:
+    """A model as reports and tables name it: the last part of its folder or id ('models/ft-a' -> 'ft-a')."""
+    return Path(str(model)).name or str(model)
+
+
+def model_names(models: Any) -> str:
+    """A run's models as a report lists them: their names, comma-separated."""
+    return ", ".join(model_name(m) for m in models or [])

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
+
+from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 export_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
                          help="Export a suite's items for another evaluation tool.")
@@ -122,20 +128,29 @@ SHIPPED_TABLES = {
 }
 
 
+def table_command(dataset_app: typer.Typer, name: str, doc: str, table: Callable[[], pd.DataFrame], *,
+                  out_option: Any = TABLE_OUT, format_option: Any = TABLE_FORMAT) -> None:
+    """`biaslens dataset <name>` with --out and --format: writes ``table()`` (:func:`write_dataset`);
+    ``doc`` is the command's help."""
+
+    def write(out: Path = out_option, format: Optional[str] = format_option):
+        from biaslens.cli.common import guard
+
+        guard(write_dataset, name, table, out, format)
+
+    write.__doc__ = doc
+    dataset_app.command(name)(write)
+
+
 def register_shipped_tables(dataset_app: typer.Typer) -> None:
     """`biaslens dataset bbq|bold|crows-pairs|winogender|winobias`: the shipped data, Parquet or CSV."""
     import importlib
 
-    def command(name: str, what: str, target: str):
-        def write(out: Path = typer.Option(..., "--out", "-o", help="Output: a .parquet or .csv file."),
-                  format: Optional[str] = typer.Option(None, "--format", help="parquet or csv [default from --out's extension].")):
-            from biaslens.cli.common import guard
-
-            module, _, fn = target.partition(":")
-            guard(write_dataset, name, lambda: getattr(importlib.import_module(module), fn)(), out, format)
-
-        write.__doc__ = f"Write {what}."
-        dataset_app.command(name)(write)
+    def reader(target: str) -> Callable[[], pd.DataFrame]:
+        module, _, fn = target.partition(":")
+        return lambda: getattr(importlib.import_module(module), fn)()
 
     for name, (what, target) in SHIPPED_TABLES.items():
-        command(name, what, target)
+        table_command(dataset_app, name, f"Write {what}.", reader(target),
+                      out_option=typer.Option(..., "--out", "-o", help="Output: a .parquet or .csv file."),
+                      format_option=typer.Option(None, "--format", help="parquet or csv [default from --out's extension]."))

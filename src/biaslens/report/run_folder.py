@@ -16,7 +16,6 @@ import os
 import platform
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,9 @@ class RunFolderBusy(RuntimeError):
 
 
 def package_versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+    from biaslens.machine import installed_versions
+
+    return {"python": platform.python_version(), **installed_versions(_PACKAGES)}
 
 
 def _platform_facts() -> dict:

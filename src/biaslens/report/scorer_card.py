@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from biaslens.report.html import Figure, Section, Table, figure_from_matplotlib, subplots
-from biaslens.scorers.card import skill_text
+from biaslens.scorers.card import card_note, skill_caveat, skill_text
 from biaslens.scorers.labelled import LABELLED_BY
 from biaslens.text import plural
 
@@ -145,3 +145,20 @@ def scorer_card_section(cards: list[dict]) -> Section:
                  "compounds, other spellings, two identities; masker version 2 was written after seeing them) and on "
                  "real replies with their identity swapped into other spellings and compounds (docs/scorers.md).")
     return Section("Scorer card", text, tables=[Table("Classifiers", wide), *tables], figures=figures)
+
+
+def caveat_lead(cards: list[dict]) -> str:
+    """The judges' no-skill caveat that opens a section's text, with its space ("" when every judge
+    showed measured skill)."""
+    caveat = skill_caveat(cards)
+    return caveat + " " if caveat else ""
+
+
+def scorer_validity(cards: list[dict]) -> dict[str, str]:
+    """A section's overview facts about its scorers: '<role> scorer validity' -> its card's note."""
+    return {f"{c['role']} scorer validity": card_note(c) for c in cards}
+
+
+def scorer_notes(cards: list[dict]) -> str:
+    """The scorers' card notes in one caption, for a table of their scores."""
+    return "; ".join(card_note(c) for c in cards)

@@ -15,16 +15,86 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from biaslens.errors import ConfigError
 from biaslens.metrics.pair_preference import shared_positions
+from biaslens.suites.base import Suite
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from biaslens.models.base import TokenScores
-    from biaslens.suites.base import RunContext
+    from biaslens.results import SuiteResult
+    from biaslens.suites.base import AnalysisContext, RunContext
+
+
+class PairPreferenceSuite(Suite):
+    """A suite that scores the forms of each sentence and asks which one the model prefers
+    (CrowS-Pairs, Winogender, WinoBias): one table of scored items, a report page over it, the
+    per-group terminal summary, and metrics that carry how a sentence was scored and the caveats.
+
+    ``class WinoBias(PairPreferenceSuite, table="twins", title="WinoBias", page="module:render",
+    summary=("cells", "type.split"), caveats=CAVEATS)``; a suite with its own page or summary
+    overrides ``render`` or ``summary``."""
+
+    #: the method's name on its pages and in the terminal ("CrowS-Pairs")
+    title: ClassVar[str] = ""
+    #: the report page, "module:function" called with the result, the item table (``main_table``)
+    #: and the run record
+    page: ClassVar[str] = ""
+    #: the terminal summary's per-group table: its key in the analysis and its first column's label
+    summary_groups: ClassVar[tuple[str, str]] = ("", "")
+    #: what the data and a likelihood comparison cannot tell; shown on every report
+    caveats: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, *, table: str | None = None, title: str | None = None, page: str | None = None,
+                          summary: tuple[str, str] | None = None, caveats: tuple[str, ...] | None = None,
+                          **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if table is not None:  # the one table collect returns: stored, re-read, and the items of RunResult
+            cls.stored_tables, cls.main_table = (table,), table
+        for name, value in (("title", title), ("page", page), ("summary_groups", summary), ("caveats", caveats)):
+            if value is not None:
+                setattr(cls, name, value)
+
+    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
+        import importlib
+
+        module, _, function = self.page.partition(":")
+        return str(getattr(importlib.import_module(module), function)(result, tables[str(self.main_table)], ctx.record))
+
+    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
+        from biaslens.report.pair_preference import print_summary
+
+        key, label = self.summary_groups
+        print_summary(ctx.console, self.title, result, result.analysis[key], label)
+
+    @property
+    def record_key(self) -> str:
+        """The run record's entry ``collect`` fills (``crows_pairs`` for ``crows-pairs``)."""
+        return self.name.replace("-", "_")
+
+
+    def run_metrics(self, ctx: AnalysisContext, stats: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        """metrics.json: suite, model, alpha, the statistics, how a sentence was scored, ``extra``
+        (in its order) and the caveats."""
+        facts = ctx.record.get(self.record_key) or {}
+        return {"suite": self.name, "model": ctx.model_name, "alpha": ctx.config.alpha, **stats,
+                "score_definition": facts.get("scoring"), **extra, "caveats": list(self.caveats)}
+
+
+def power_clause(stat: dict[str, Any], size: str = "a share {} points from 50%") -> str:
+    """What a verdict that found no preference says of the design's power, ``size`` naming the
+    smallest effect with ``{}`` for its number: "a share 12 points from 50% would be detected with 80%
+    power" (not detected), "only a share 12+ points from 50% would be detected with 80% power at this
+    size" (cannot tell)."""
+    detectable = f"{stat['detectable']:.0f}"
+    if stat["verdict"] == "not_detected":
+        return f"{size.format(detectable)} would be detected with 80% power"
+    return f"only {size.format(detectable + '+')} would be detected with 80% power at this size"
 
 
 def scoring_definition(info) -> str:

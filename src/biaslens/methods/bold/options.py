@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from biaslens.options import IDENTITY_MASKING_FLAG, Section, flag
+from biaslens.options import IDENTITY_MASKING_FLAG, Section, flag, toxicity_label_field
 
 
 class BoldOptions(Section, section="bold", flag_prefix="bold-", panel="BOLD"):
@@ -33,7 +33,7 @@ class BoldOptions(Section, section="bold", flag_prefix="bold-", panel="BOLD"):
     toxicity_classifier: str = Field("default", description=(
         "toxicity judge: default (biaslens's default judge, see docs/scorers.md), any name of the toxicity scorer "
         "registry, or a Hugging Face classifier"))
-    toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+    toxicity_label: str | None = toxicity_label_field()
     regard_classifier: str | None = Field(None, description=(
         "regard (the paper's third measure): a Hugging Face classifier with positive and negative labels, by name or "
         "local folder (the paper's: sasha/regardv3); regard = P(positive) - P(negative) per continuation; needs the "

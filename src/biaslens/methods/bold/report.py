@@ -4,7 +4,6 @@ scorer cards, what could not run offline, and its section of ``biaslens compare`
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,19 +11,16 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
-from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings, skill_caveat
-
-
-def _short(model: Any) -> str:
-    return Path(str(model)).name or str(model)
+from biaslens.report.scorer_card import caveat_lead, scorer_card_section, scorer_notes, scorer_validity
+from biaslens.scorers.card import card_warnings
+from biaslens.text import model_name, model_names
 
 
 def group_table(g: pd.DataFrame) -> pd.DataFrame:
     """The per-group scores as shown (shares in %)."""
     out = g[["model", "domain", "group"]].copy()
     out["pages / prompts"] = [f"{a:,} / {b:,}" for a, b in zip(g["n_pages"], g["n_prompts"])]
-    out["model"] = out["model"].map(_short)
+    out["model"] = out["model"].map(model_name)
     if out["model"].nunique() == 1:  # one model: its name is the page's title, and the column pushed the table past 1280 px
         out = out.drop(columns="model")
     for col, name in (("sentiment_mean", "sentiment, mean"), ("positive_share", "positive, %"),
@@ -40,7 +36,7 @@ def gap_table(gaps: pd.DataFrame, n: int = 40) -> pd.DataFrame:
     """The largest gaps (by |gap|) with each pair's interval at its Holm step level (excluding 0
     exactly when Holm rejects it), the simultaneous interval, Holm p and the pages they rest on."""
     top = gaps.loc[gaps["gap"].abs().sort_values(ascending=False, na_position="last").index[:n]]
-    return pd.DataFrame({"model": top["model"].map(_short), "score": top["score"], "domain": top["domain"],
+    return pd.DataFrame({"model": top["model"].map(model_name), "score": top["score"], "domain": top["domain"],
                          "a - b": top["group_a"] + " - " + top["group_b"], "gap": top["gap"].round(4),
                          "gap CI at Holm's level": intervals(top["ci_low_holm"], top["ci_high_holm"]),
                          "simultaneous 95% CI": intervals(top["ci_low_simultaneous"], top["ci_high_simultaneous"]),
@@ -72,12 +68,12 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
     g, gaps = analysis["groups"], analysis["gaps"]
     gen = run_record.get("generation") or {}
     masked = metrics.get("toxicity_masking")
-    floors = "; ".join(f"{_short(m)} {s}: largest |gap| {f['observed']:.3g}, permuted mean {f['permuted_mean']:.3g}, "
+    floors = "; ".join(f"{model_name(m)} {s}: largest |gap| {f['observed']:.3g}, permuted mean {f['permuted_mean']:.3g}, "
                        f"p = {f['p_value']:.3g}" for m, fs in (metrics.get("noise_floors") or {}).items()
                        for s, f in fs.items() if f.get("n_permutations"))
     sections = [Section(
         "BOLD: how the model continues sentences about people (Dhamala et al. 2021)",
-        (skill_caveat(cards) + " " if skill_caveat(cards) else "") +
+        caveat_lead(cards) +
         "Each prompt is the first words of a Wikipedia sentence about a person (or, for religious and political "
         "ideologies, about the ideology); the model continues it and each continuation (without the prompt) is "
         "scored: VADER compound sentiment (the paper's: >= 0.5 positive, <= -0.5 negative), toxicity "
@@ -86,15 +82,15 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         "the page is the unit of the intervals and tests (cluster-robust, Bell-McCaffrey df), Holm over all pairs, "
         "and the largest gap carries an interval valid for having been picked out of all pairs. The noise floor "
         "is the largest gap when the pages' group labels are shuffled within each domain.",
-        metrics={"models": ", ".join(map(_short, metrics.get("models") or [])), "prompts": metrics.get("n_prompts"),
+        metrics={"models": model_names(metrics.get("models")), "prompts": metrics.get("n_prompts"),
                  "prompts in the paper": metrics.get("paper_prompt_count"), "pages": metrics.get("n_pages"),
                  "selection": (metrics.get("source") or {}).get("selection"),
                  "decoding": (", ".join(f"{k}={v}" for k, v in gen["params"].items() if v is not None)
                               if isinstance(gen.get("params"), dict) else "precomputed continuations"),
-                 **{f"{c['role']} scorer validity": card_note(c) for c in cards},
+                 **scorer_validity(cards),
                  "noise floor": floors or "not computed"},
         figures=[sentiment_figure(g)] if len(g) and "sentiment_mean" in g else [],
-        tables=[Table("Per group", group_table(g), "; ".join(card_note(c) for c in cards), max_rows=200)])]
+        tables=[Table("Per group", group_table(g), scorer_notes(cards), max_rows=200)])]
     sections.append(Section(
         "Gaps between groups of a domain", "The largest gaps of all pairs of groups within a domain, per score. Each "
         "pair's interval is at its Holm step level (Holm over the model's pairs of that score; level_holm in the gaps "
@@ -111,7 +107,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
     for key, title in (("most_negative", "Most negative continuations"), ("most_toxic", "Most toxic continuations")):
         ex = analysis.get(key)
         if ex is not None and len(ex):
-            sections.append(Section(title, tables=[Table(title, ex.assign(model=ex["model"].map(_short)))]))
+            sections.append(Section(title, tables=[Table(title, ex.assign(model=ex["model"].map(model_name)))]))
     model = run_record.get("model") or {}
     run = {"suite": "bold", "model": metrics.get("model"), "status": "complete", "started": None,
            "elapsed_seconds": None, "biaslens_version": __version__,

@@ -3,12 +3,9 @@ posts) and ``biaslens dataset community``; registered by the CLI from :data:`bia
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
-
-from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,15 +78,8 @@ def community_table(dimensions: list[str] | None = None) -> pd.DataFrame:
 
 def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
     """The CLI's community-bias commands."""
+    from biaslens.cli.export import table_command
+
     app.add_typer(finetune_app, name="finetune")
-
-    @dataset_app.command("community")
-    def dataset_community(
-        out: Path = TABLE_OUT,
-        format: Optional[str] = TABLE_FORMAT,
-    ):
-        """Write the community-bias prompts (the paper's templates x demographics)."""
-        from biaslens.cli.common import guard
-        from biaslens.cli.export import write_dataset
-
-        guard(write_dataset, "community", community_table, out, format)
+    table_command(dataset_app, "community", "Write the community-bias prompts (the paper's templates x demographics).",
+                  community_table)

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
+from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, toxicity_label_field, training_field
 
 
 class CommunityOptions(Section, section="community", flag_prefix="community-", panel="Community"):
@@ -49,7 +49,7 @@ class CommunityOptions(Section, section="community", flag_prefix="community-", p
     identity_masking: bool = Field(True, json_schema_extra=IDENTITY_MASKING_FLAG, description=(
         "score toxicity with the dimension's keywords replaced by a neutral placeholder (false: the paper's unmasked "
         "scores as headline)"))
-    toxicity_label: str | None = Field(None, description="Hugging Face classifier: the toxic label (default its last)")
+    toxicity_label: str | None = toxicity_label_field()
     n_bootstrap: int = Field(1000, ge=0, json_schema_extra=flag(skip=True), description="unused: the gap and mean intervals are keyword-level t intervals "
                                                      "(kept so older configs load)")
     n_examples: int = Field(5, ge=0, description="most negative/toxic generations listed per model")
@@ -58,10 +58,10 @@ class CommunityOptions(Section, section="community", flag_prefix="community-", p
 class FinetuneCommunityConfig(ConfigFile):
     """``biaslens finetune community``: a causal LM fine-tuned on one community's posts and comments."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
+    model: str = training_field("model", EMBEDDED_NAME, (
         "base causal LM: 'smollm2-135m' (embedded), a folder or a Hugging Face id"))
     data: Path = Field(description="posts and comments (CSV, TSV, JSONL or Parquet); with --comments, the posts file")
-    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
+    out: Path = training_field("out")
     comments: Path | None = Field(None, description="separate comments file, joined to --data on the post id")
     title_column: str | None = Field(None, description="post title column (default: title)")
     text_column: str | None = Field(None, description="post text column (default: text, selftext, body, ...)")
@@ -75,14 +75,14 @@ class FinetuneCommunityConfig(ConfigFile):
     separator: str = Field("<|sep|>", description="token between post and comment, added to the tokenizer")
     loss_on: Literal["all", "comment"] = Field("all", description=(
         "all: learn post and comment (paper); comment: the post is context only"))
-    epochs: float = Field(2.0, gt=0, description="training epochs (paper: 2; more made models ignore the prompt)")
+    epochs: float = training_field("epochs", description="training epochs (paper: 2; more made models ignore the prompt)")
     max_length: int = Field(128, ge=8, description="truncate examples to this many tokens (paper: 128)")
-    batch_size: int = Field(8, ge=1, description="examples per step")
-    grad_accum: int = Field(1, ge=1, description="gradient accumulation steps")
-    learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate")
-    max_steps: int = Field(-1, description="stop after N optimizer steps (-1: the epochs decide)")
-    save_steps: int = Field(50, ge=1, description="checkpoint every N steps (resume point)")
+    batch_size: int = training_field("batch_size")
+    grad_accum: int = training_field("grad_accum")
+    learning_rate: float = training_field("learning_rate")
+    max_steps: int = training_field("max_steps")
+    save_steps: int = training_field("save_steps")
     eval_fraction: float = Field(0.0, ge=0, lt=1, description="hold out this share of posts for eval loss")
     limit: int | None = Field(None, ge=1, description="use only the first N examples (quick trial)")
-    device: str = Field("cpu", description="cpu, cuda, cuda:N, mps")
-    seed: int = Field(0, description="training seed")
+    device: str = training_field("device")
+    seed: int = training_field("seed")

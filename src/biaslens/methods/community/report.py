@@ -8,7 +8,7 @@ report Tables (autoescaped) and as text drawn into PNG figures."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,13 +16,9 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
-from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings, skill_caveat
-from biaslens.text import plural
-
-
-def _short(m: str) -> str:
-    return Path(m).name or m
+from biaslens.report.scorer_card import caveat_lead, scorer_card_section, scorer_notes, scorer_validity
+from biaslens.scorers.card import card_warnings
+from biaslens.text import model_name, model_names, plural
 
 
 def _label(s: object) -> str:
@@ -41,7 +37,7 @@ def heatmap(t: pd.DataFrame, models: list[str], title: str, cmap: str, caption: 
         im = ax.imshow(vals, cmap=cmap, aspect="auto", vmin=center - lim, vmax=center + lim)
     else:
         im = ax.imshow(vals, cmap=cmap, aspect="auto")
-    ax.set_xticks(range(len(cols)), [_label(_short(c)) for c in cols], rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(range(len(cols)), [_label(model_name(c)) for c in cols], rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(t)), [_label(d) for d in t["demographic"]], fontsize=8)
     for i in range(vals.shape[0]):
         for j in range(vals.shape[1]):
@@ -71,7 +67,7 @@ def dimension_bars(cis: pd.DataFrame, score: str, models: list[str]):
             x = np.arange(len(demos)) + (j - (len(models) - 1) / 2) * width
             mean = r["mean"].to_numpy(dtype=float)
             err = np.vstack([mean - r["ci_low"].to_numpy(dtype=float), r["ci_high"].to_numpy(dtype=float) - mean])
-            ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=2, label=_label(_short(m)))
+            ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=2, label=_label(model_name(m)))
         ax.set_xticks(range(len(demos)), [_label(d) for d in demos], rotation=30, ha="right", fontsize=8)
         ax.set_title(_label(dim), fontsize=9)
         ax.axhline(0, color="#888", lw=0.6)
@@ -93,7 +89,7 @@ def _compact(df: pd.DataFrame, spec: list[tuple[str, object]]) -> pd.DataFrame:
     Headers have spaces so they wrap; the demographic pair, intervals and counts are one column each."""
     t = _round(df.reset_index(drop=True))
     if "model" in t:
-        t["model"] = [_short(str(m)) for m in t["model"]]
+        t["model"] = [model_name(str(m)) for m in t["model"]]
     return pd.DataFrame({name: (col(t) if callable(col) else t[col]) for name, col in spec})
 
 
@@ -161,6 +157,14 @@ def form_table(ft: pd.DataFrame) -> pd.DataFrame:
                          ("p (Holm)", "p_holm")])
 
 
+def _per_score(title: str, rows: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame], caption: str = "",
+               max_rows: int = 60) -> list[Table]:
+    """One table per score, sentiment then toxicity: ``table`` of that score's rows, titled ``title``
+    with ``{name}`` (or ``{Name}``, capitalised) the score's name."""
+    return [Table(title.format(name=name, Name=name.capitalize()), table(rows[rows["score"] == name]), caption,
+                  max_rows) for name in ("sentiment", "toxicity")]
+
+
 def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dict[str, Any]) -> str:
     models = analysis["models"]
     s_tab, t_tab = analysis["sentiment_table"], analysis["toxicity_table"]
@@ -177,10 +181,10 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "demographic's prompts of each prompt's mean reply score (paper eq. 3-4). Following the paper, compare "
         "demographics within one model rather than absolute values across models: communities differ in "
         "overall tone.",
-        metrics={"models": ", ".join(_short(m) for m in models), "prompts": metrics["n_prompts"],
+        metrics={"models": model_names(models), "prompts": metrics["n_prompts"],
                  "prompts in the paper": metrics["paper_prompt_count"], "replies scored": metrics["n_generations"],
                  "toxicity classifier": tox,
-                 **{f"{c['role']} scorer validity": card_note(c) for c in cards},
+                 **scorer_validity(cards),
                  "gap test": metrics["gap_test"], "gap CI": metrics["gap_ci"]},
     )
     sections = [overview]
@@ -192,17 +196,16 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                             figures=[f for f in (f3, f4) if f is not None],
                             tables=[Table("S_mean (Table 3 shape)", _round(s_tab)),
                                     Table(f"T_mean (Table 4 shape, {tox}, {how})", _round(t_tab),
-                                          "; ".join(card_note(c) for c in cards)),
+                                          scorer_notes(cards)),
                                     *([Table(f"T_mean, {other_how} (beside the headline)", _round(other),
                                              "Same replies and classifier; only the identity words differ. The "
                                              "difference between the two tables is the classifier's reaction to "
                                              "the identity words.")] if other is not None else [])]))
     gaps = analysis["gaps"]
     other_gaps = analysis.get("toxicity_gaps_other")
-    caveat = skill_caveat(cards)
     sections.append(Section(
         "Gaps within each dimension",
-        (caveat + " " if caveat else "") + "gap = mean(a) - mean(b) (S_mean / T_mean differences, as the paper). The keyword is the unit of "
+        caveat_lead(cards) + "gap = mean(a) - mean(b) (S_mean / T_mean differences, as the paper). The keyword is the unit of "
         "inference: the replies to one prompt, and the prompts of one keyword, are not independent evidence about "
         "a demographic. CI and p: t with a cluster-robust (CR2) variance over keywords and Bell-McCaffrey degrees "
         "of freedom; p Holm-adjusted over all pairs of a model and score. The simultaneous CI (each pair at level "
@@ -214,10 +217,9 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
                              dimension_bars(analysis["mean_cis"], "toxicity", models)) if f is not None],
         tables=[Table("Sentiment gaps", gap_table(gaps[gaps["score"] == "sentiment"]), max_rows=200),
                 Table(f"Toxicity gaps ({how})", gap_table(gaps[gaps["score"] == "toxicity"]),
-                      "; ".join(card_note(c) for c in cards), max_rows=200),
-                *[Table(f"{name.capitalize()} gaps: prompt-level and with templates balanced (beside)",
-                        gap_beside_table(gaps[gaps["score"] == name]), max_rows=200)
-                  for name in ("sentiment", "toxicity")],
+                      scorer_notes(cards), max_rows=200),
+                *_per_score("{Name} gaps: prompt-level and with templates balanced (beside)", gaps, gap_beside_table,
+                            max_rows=200),
                 *([Table(f"Toxicity gaps, {other_how}", gap_table(other_gaps), max_rows=200)]
                   if other_gaps is not None else [])]))
     tg = analysis.get("template_gaps")
@@ -227,20 +229,16 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
             "The gap within each template (a template's prompts of one demographic are distinct keywords, so "
             "Welch's test over them is keyword-level); Holm over all of a model's template gaps per score. A gap "
             "that appears only in the overall table can be a template mix.",
-            tables=[Table(f"{name.capitalize()} gaps per template",
-                          template_gap_table(tg[tg["score"] == name]), max_rows=600)
-                    for name in ("sentiment", "toxicity")]))
+            tables=_per_score("{Name} gaps per template", tg, template_gap_table, max_rows=600)))
     changes = analysis.get("gap_changes")
     if changes is not None and len(changes):
+        base = f"base model: {model_name(str(changes['base'].iloc[0]))}"
         sections.append(Section(
             "Did a gap change from the base model?",
             "Paired over the prompts both models answered: per prompt the score difference model - base, "
             "change = its mean over a's prompts - over b's, keyword-level t (the keyword stays a level); "
             "Holm over each model's pairs per score. Side-by-side intervals that overlap do not say that.",
-            tables=[Table(f"{name.capitalize()} gap changes",
-                          change_table(changes[changes["score"] == name]),
-                          f"base model: {_short(str(changes['base'].iloc[0]))}", max_rows=400)
-                    for name in ("sentiment", "toxicity")]))
+            tables=_per_score("{Name} gap changes", changes, change_table, base, max_rows=400)))
     kt, ft = analysis.get("keyword_tests"), analysis.get("form_tests")
     sections.append(Section(
         "Keywords and grammatical forms",
@@ -248,10 +246,8 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         "over its prompts (over its replies when it has one prompt) and Welch's test against the rest of its "
         "demographic. Per form: the mean with a keyword-level interval and the keyword-level test against all "
         "other forms. Holm over each model's keywords / forms per score.",
-        tables=[*([Table(f"Per grammatical form: {name}", form_table(ft[ft["score"] == name]))
-                   for name in ("sentiment", "toxicity")] if ft is not None else []),
-                *([Table(f"Per keyword: {name}", keyword_table(kt[kt["score"] == name]), max_rows=400)
-                   for name in ("sentiment", "toxicity")] if kt is not None else []),
+        tables=[*(_per_score("Per grammatical form: {name}", ft, form_table) if ft is not None else []),
+                *(_per_score("Per keyword: {name}", kt, keyword_table, max_rows=400) if kt is not None else []),
                 Table("Per grammatical form (all scores)", _round(analysis["by_form"])),
                 Table("Per keyword (all scores)", _round(analysis["by_keyword"]), max_rows=400)]))
     sections.append(Section(
@@ -264,13 +260,13 @@ def render(*, analysis: dict[str, Any], metrics: dict[str, Any], run_record: dic
         sep = rec.get("separator")
         prompting = f"prompts end with {sep}" if sep else "plain prompts (base model)"
         style = "chat template" if rec.get("chat") else "no chat template"
-        details[f"model {_short(m)}"] = f"{prompting}, {style}, {plural(rec.get('n_generations') or 0, 'reply', 'replies')}, {rec.get('seconds')} s"
+        details[f"model {model_name(m)}"] = f"{prompting}, {style}, {plural(rec.get('n_generations') or 0, 'reply', 'replies')}, {rec.get('seconds')} s"
     for m, rec in (run_record.get("lengths") or {}).items():
-        details[f"lengths {_short(m)}"] = (f"median {rec['median_words']:.0f} words, {rec['shorter_than_min_words']} "
+        details[f"lengths {model_name(m)}"] = (f"median {rec['median_words']:.0f} words, {rec['shorter_than_min_words']} "
                                            f"below the minimum, {rec['trimmed_to_max_words']} trimmed")
     run = {"suite": "community", "model": metrics.get("model"), "status": "complete", "started": None,
            "elapsed_seconds": None, "biaslens_version": __version__, "details": details}
     if cards:
         sections.insert(1, scorer_card_section(cards))
-    return render_report(title="Community bias: " + ", ".join(_short(m) for m in models), run=run, sections=sections,
+    return render_report(title="Community bias: " + model_names(models), run=run, sections=sections,
                          warnings=card_warnings(cards))

@@ -4,26 +4,22 @@ gaps side by side (HTML-escaped by the report framework), the variants and the s
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, intervals, render_report
-from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings, skill_caveat
-
-
-def _short(model: Any) -> str:
-    return Path(str(model)).name or str(model)
+from biaslens.report.scorer_card import caveat_lead, scorer_card_section, scorer_notes, scorer_validity
+from biaslens.scorers.card import card_warnings
+from biaslens.text import model_name, model_names
 
 
 def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
     """Every pair's gap with its Holm-agreeing interval, Holm p, detectable size and verdict."""
     if gaps.empty:
         return gaps
-    return pd.DataFrame({"model": gaps["model"].map(_short), "axis": gaps["axis"], "score": gaps["score"],
+    return pd.DataFrame({"model": gaps["model"].map(model_name), "axis": gaps["axis"], "score": gaps["score"],
                          "a - b": gaps["group_a"] + " - " + gaps["group_b"], "gap": gaps["gap"].round(4),
                          "level": gaps["level"].round(4), "CI": intervals(gaps["ci_low"], gaps["ci_high"]),
                          "p (Holm)": gaps["p_holm"], "detectable": gaps["detectable"].round(4),
@@ -41,7 +37,7 @@ def side_by_side(ex: dict[str, Any]) -> Table:
     df = pd.DataFrame({"sample": range(n), f"{a['group']}: continuation": col(a, "responses"),
                        f"{a['group']}: {ex['score']}": col(a, "scores"),
                        f"{b['group']}: continuation": col(b, "responses"), f"{b['group']}: {ex['score']}": col(b, "scores")})
-    return Table(f"{_short(ex['model'])}, {ex['axis']}, {ex['score']} gap {ex['gap']:+.3f}: prompt {ex['prompt_id']}",
+    return Table(f"{model_name(ex['model'])}, {ex['axis']}, {ex['score']} gap {ex['gap']:+.3f}: prompt {ex['prompt_id']}",
                  df, f"{a['group']}: {a['prompt']} | {b['group']}: {b['prompt']}")
 
 
@@ -55,7 +51,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
     if not metrics.get("dry_run"):
         sections.append(Section(
             "Your prompts, counterfactually",
-            (skill_caveat(cards) + " " if skill_caveat(cards) else "") +
+            caveat_lead(cards) +
             "Each prompt's identity mentions were varied across the groups of their axis (gendered words, pronouns "
             "and first names by FairPair's rule perturber; HolisticBias descriptors for the other axes"
             f"{_llm_note(metrics)}), the model continued every variant, and each continuation (without the prompt) was scored: VADER compound "
@@ -64,12 +60,12 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
             "group, so the prompt is the unit of the interval (t over prompts), Holm corrects over the pairs of an "
             "axis, and each interval is at the level that agrees with Holm's decision. 'Cannot tell' means the run "
             "could not have detected a gap of the size worth seeing (its detectable size is printed).",
-            metrics={"models": ", ".join(map(_short, metrics.get("models") or [])), "prompts": metrics.get("n_prompts"),
+            metrics={"models": model_names(metrics.get("models")), "prompts": metrics.get("n_prompts"),
                      "variants": metrics.get("n_variants"), "prompts with no identity mention": metrics.get("n_skipped"),
                      "continuations": metrics.get("n_generations"),
                      "decoding": str(gen.get("params")) if gen.get("params") else "precomputed continuations",
-                     **{f"{c['role']} scorer validity": card_note(c) for c in cards}},
-            tables=[Table("Gaps between groups", gap_table(analysis["gaps"]), "; ".join(card_note(c) for c in cards),
+                     **scorer_validity(cards)},
+            tables=[Table("Gaps between groups", gap_table(analysis["gaps"]), scorer_notes(cards),
                           max_rows=200)]))
         fp, lf = analysis.get("fairpair"), analysis.get("langfair")
         if fp is not None and len(fp):
@@ -79,7 +75,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
                 "variants' continuations, V_A and V_B the same within each variant's own samples, F = B^2 / (V_A V_B); "
                 "a B above V means the group changes the continuations more than sampling does (FairPair's "
                 "prompt-level paired t of B against V, one-sided p).",
-                tables=[Table("FairPair per pair", fp.assign(model=fp["model"].map(_short)).round(4), max_rows=200)]))
+                tables=[Table("FairPair per pair", fp.assign(model=fp["model"].map(model_name)).round(4), max_rows=200)]))
         if lf is not None and len(lf):
             sections.append(Section(
                 "LangFair's counterfactual metrics",
@@ -88,7 +84,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
                 "differs), weak counterfactual sentiment parity (difference of the two positive shares), cosine "
                 "similarity of the all-MiniLM-L6-v2 sentence embeddings, ROUGE-L F. Point values without "
                 "uncertainty, as LangFair reports them; the gaps above carry the intervals.",
-                tables=[Table("LangFair per pair", lf.assign(model=lf["model"].map(_short)).round(4), max_rows=200)]))
+                tables=[Table("LangFair per pair", lf.assign(model=lf["model"].map(model_name)).round(4), max_rows=200)]))
         ex = analysis.get("examples") or []
         if ex:
             sections.append(Section(
@@ -119,7 +115,7 @@ def _llm_note(metrics: dict) -> str:
     if not llm:
         return ""
     d = llm.get("dropped") or {}
-    return (f"; the variants themselves written by the language model {_short(str(llm.get('model')))} with "
+    return (f"; the variants themselves written by the language model {model_name(str(llm.get('model')))} with "
             f"FairPair's instruction: {llm.get('kept')} of {llm.get('asked')} kept, {d.get('mention', 0)} dropped for "
             f"not naming the new group, {d.get('jaccard', 0)} for changing more than the mention")
 

@@ -22,7 +22,8 @@ from biaslens.methods.crows_pairs.metrics import crows_pairs_statistics, drivers
 from biaslens.methods.crows_pairs.options import CrowsPairsOptions
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, p_text
-from biaslens.suites.base import AnalysisContext, CardSpec, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec
+from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, score_pairs
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -59,7 +60,9 @@ def _selection(opts: CrowsPairsOptions, seed: int) -> str:
     return " ".join(parts) or "all pairs"
 
 
-class CrowsPairs(Suite):
+class CrowsPairs(PairPreferenceSuite, table="pairs", title="CrowS-Pairs",
+                 page="biaslens.methods.crows_pairs.report:render", summary=("per_type", "bias type"),
+                 caveats=CAVEATS):
     """CrowS-Pairs: the share of pairs whose more stereotyping sentence the model scores higher."""
 
     name = "crows-pairs"
@@ -70,8 +73,6 @@ class CrowsPairs(Suite):
         "paper": {}})
     compare = pair_preference_comparison("crows-pairs", "CrowS-Pairs", "sent_more scores higher",
                                          headline_value=share_value)
-    stored_tables = ("pairs",)
-    main_table = "pairs"
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         opts: CrowsPairsOptions = ctx.options
@@ -87,13 +88,11 @@ class CrowsPairs(Suite):
             ctx.record_size("pairs", opts.sample, len(pairs))
             ctx.console.print(f"[bold]crows-pairs[/bold]: {len(pairs):,} pairs ({_selection(opts, ctx.config.seed)}), "
                               f"{pairs['bias_type'].nunique()} bias types, on [bold]{ctx.calls.info.name}[/bold]")
-            from biaslens.suites.paired_scores import score_pairs
-
             more, less, how = score_pairs(ctx, pairs["sent_more"].tolist(), pairs["sent_less"].tolist(),
                                           what="sentence pairs")
             pairs = pairs.assign(score_more=more, score_less=less)
-            ctx.record["crows_pairs"] = {"scoring": how, "data_file": str(opts.data_file or "shipped"),
-                                         "selection": _selection(opts, ctx.config.seed)}
+            ctx.record[self.record_key] = {"scoring": how, "data_file": str(opts.data_file or "shipped"),
+                                           "selection": _selection(opts, ctx.config.seed)}
         # the authors' rule: rounded to 3 decimals, a tie does not prefer sent_more
         prefers = pairs["score_more"].round(3) > pairs["score_less"].round(3)
         pairs = pairs.assign(diff=pairs["score_more"] - pairs["score_less"], item=pairs["pair"].astype(str),
@@ -142,9 +141,9 @@ class CrowsPairs(Suite):
             "start_token": prefix, "start_token_source": how, "original_pairs": n_orig, "warnings": warnings}
         ctx.record["scoring"] = {"n_texts": 2 * len(pairs), "computed": 0, "cache_hits": 0, "seconds": 0.0,
                                  "source": "lm-eval samples (no model calls)"}
-        ctx.record["crows_pairs"] = {"scoring": f"lm-eval {lm_eval_label()}: whole-sentence log-likelihood after "
-                                                f"the prefix token {prefix!r}", "data_file": str(opts.from_lm_eval),
-                                     "selection": _selection(opts, ctx.config.seed)}
+        ctx.record[self.record_key] = {"scoring": f"lm-eval {lm_eval_label()}: whole-sentence log-likelihood after "
+                                                  f"the prefix token {prefix!r}", "data_file": str(opts.from_lm_eval),
+                                       "selection": _selection(opts, ctx.config.seed)}
         ctx.record_size("pairs", None, len(pairs))
         ctx.console.print(f"{len(pairs):,} pairs from lm-eval samples ({opts.from_lm_eval}), model {name}",
                           markup=False, highlight=False, soft_wrap=True)
@@ -154,28 +153,16 @@ class CrowsPairs(Suite):
         pairs = tables["pairs"]
         alpha = ctx.config.alpha
         stats_, per_type, directions = crows_pairs_statistics(pairs, alpha=alpha, types=BIAS_TYPES)
-        facts = dict(ctx.record.get("crows_pairs") or {})
+        facts = dict(ctx.record.get(self.record_key) or {})
         stats_["mean_abs_diff"] = float(np.nanmean(np.abs(pairs["diff"]))) if len(pairs) else None
         entries = _entries(stats_, per_type, directions, alpha)
         top = drivers(pairs)
-        metrics = {"suite": self.name, "model": ctx.model_name, "alpha": alpha, **stats_,
-                   "score_definition": facts.get("scoring"), "selection": facts.get("selection"),
-                   "per_type": per_type.to_dict("records"), "directions": directions.to_dict("records"),
-                   "caveats": list(CAVEATS)}
+        metrics = self.run_metrics(ctx, stats_, selection=facts.get("selection"), per_type=per_type.to_dict("records"),
+                                   directions=directions.to_dict("records"))
         warnings = list((ctx.record.get("lm_eval") or {}).get("warnings", []))
         return SuiteResult(metrics=metrics, entries=entries, warnings=warnings, verdict=crows_verdict(stats_, per_type),
                            tables={"per_type": per_type, "directions": directions, "drivers": top},
                            analysis={"per_type": per_type, "directions": directions, "drivers": top})
-
-    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        from biaslens.methods.crows_pairs.report import render
-
-        return render(result, tables["pairs"], ctx.record)
-
-    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        from biaslens.report.pair_preference import print_summary
-
-        print_summary(ctx.console, "CrowS-Pairs", result, result.analysis["per_type"], "bias type")
 
 
 def lm_eval_label() -> str:
@@ -245,5 +232,4 @@ def crows_verdict(s: dict[str, Any], per_type: pd.DataFrame) -> str | None:
     if share["verdict"] == "not_detected":
         return (f"{base}: no preference detected ({p_text(share['p'])}; this many pairs detect a share "
                 f"{share['detectable']:.0f} points from 50% with 80% power){types}")
-    return (f"cannot tell: {base} is compatible with 50% ({p_text(share['p'])}); only a share "
-            f"{share['detectable']:.0f}+ points from 50% would be detected with 80% power at this size{types}")
+    return f"cannot tell: {base} is compatible with 50% ({p_text(share['p'])}); {power_clause(share)}{types}"

@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
-
-from biaslens.cli.common import TABLE_FORMAT, TABLE_OUT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,13 +26,7 @@ def fairpair_table(occupations: list[str] | None = None) -> pd.DataFrame:
 def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
     """The CLI's FairPair command."""
 
-    @dataset_app.command("fairpair")
-    def dataset_fairpair(
-        out: Path = TABLE_OUT,
-        format: Optional[str] = TABLE_FORMAT,
-    ):
-        """Write the FairPair Common Sents prompt pairs (the paper's 60 occupations)."""
-        from biaslens.cli.common import guard
-        from biaslens.cli.export import write_dataset
+    from biaslens.cli.export import table_command
 
-        guard(write_dataset, "fairpair", fairpair_table, out, format)
+    table_command(dataset_app, "fairpair", "Write the FairPair Common Sents prompt pairs (the paper's 60 occupations).",
+                  fairpair_table)

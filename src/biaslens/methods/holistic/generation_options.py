@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field
 
 from biaslens.models.embedded import EMBEDDED_NAME
-from biaslens.options import IDENTITY_MASKING_FLAG, TRAINING_MODEL_FLAG, TRAINING_OUT_FLAG, ConfigFile, Section, flag
+from biaslens.options import IDENTITY_MASKING_FLAG, ConfigFile, Section, flag, training_field
 
 
 class GenerationOptions(Section, section="generation", panel="HolisticBias generation / offensiveness"):
@@ -54,24 +54,24 @@ class GenerationOptions(Section, section="generation", panel="HolisticBias gener
 class StyleEqualityConfig(ConfigFile):
     """``biaslens tune style-equality``: tuning on a holistic-generation run's responses tagged by bias value."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
+    model: str = training_field("model", EMBEDDED_NAME, (
         "base causal LM (normally the model of the run): 'smollm2-135m', a folder or a Hugging Face id"))
     generations: Path = Field(json_schema_extra=flag(short="-g"), description=(
         "a finished `biaslens run holistic-generation` run folder"))
-    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
+    out: Path = training_field("out")
     beta: float | None = Field(None, description=(
         "tag 'bias' when the bias value exceeds this (paper: 0.0003 DialoGPT, 0.003 BlenderBot, for its 217-style "
         "classifier) [default: the run's median bias value]"))
     alpha: int = Field(0, ge=0, le=2, description="exponent of ||m_d - m_bar|| in the bias value: 0, 1 or 2 (paper: 0)")
     tags: bool = Field(True, json_schema_extra=flag("--tags/--no-tags"), description=(
         "--no-tags: ablation, tune on the same pairs without tags (generates without a tag)"))
-    epochs: float = Field(1.0, gt=0, description="training epochs (early stopping on validation loss may stop sooner)")
-    max_steps: int = Field(-1, description="stop after N optimizer steps (-1: the epochs decide)")
-    batch_size: int = Field(8, ge=1, description="examples per step")
-    learning_rate: float = Field(2e-5, gt=0, description="AdamW learning rate")
+    epochs: float = training_field("epochs", 1.0, "training epochs (early stopping on validation loss may stop sooner)")
+    max_steps: int = training_field("max_steps")
+    batch_size: int = training_field("batch_size")
+    learning_rate: float = training_field("learning_rate", 2e-5)
     max_length: int = Field(128, ge=8, description="truncate examples to this many tokens")
     eval_fraction: float = Field(0.1, ge=0, lt=1, description="share of responses held out for validation perplexity")
     eval_steps: int = Field(50, ge=1, description="validate (and checkpoint) every N steps")
     patience: int = Field(3, ge=0, description="early stopping: validations without improvement (0 = off)")
-    device: str = Field("cpu", description="cpu, cuda, cuda:N, mps")
-    seed: int = Field(0, description="training seed")
+    device: str = training_field("device")
+    seed: int = training_field("seed")

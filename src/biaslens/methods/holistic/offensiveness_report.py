@@ -8,8 +8,8 @@ import pandas as pd
 
 from biaslens import __version__
 from biaslens.report.html import Section, Table, render_report
-from biaslens.report.scorer_card import scorer_card_section
-from biaslens.scorers.card import card_note, card_warnings, skill_caveat
+from biaslens.report.scorer_card import caveat_lead, scorer_card_section, scorer_notes
+from biaslens.scorers.card import card_warnings
 
 
 def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFrame) -> str:
@@ -21,7 +21,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFram
            "UNMASKED, paper-faithful: includes the classifier's reaction to the descriptor word itself")
     sections = [
         Section("Offensiveness of HolisticBias sentences",
-                (skill_caveat(cards) + " " if skill_caveat(cards) else "") + "Each sentence is scored by the offensiveness classifier. Per template: mean and standard deviation "
+                caveat_lead(cards) + "Each sentence is scored by the offensiveness classifier. Per template: mean and standard deviation "
                 "across descriptors of the descriptor's mean score over its sentences (Table 13 shape); then "
                 "descriptors grouped by their mean score range (Table 12 shape).",
                 metrics={"sentences": metrics["n_sentences"], "descriptors": metrics["n_descriptors"],
@@ -31,9 +31,9 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], audit: pd.DataFram
                             if k.startswith(("mean_offensiveness_", "percent_offensive_"))},
                          "scores": how,
                          "classifier": metrics.get("classifier"),
-                         "classifier validity": "; ".join(card_note(c) for c in cards) or "not measured (older run)"},
+                         "classifier validity": scorer_notes(cards) or "not measured (older run)"},
                 tables=[Table("Per template (Table 13 shape)", analysis["table13"],
-                              "; ".join(card_note(c) for c in cards), max_rows=40),
+                              scorer_notes(cards), max_rows=40),
                         Table("Descriptors by offensiveness range (Table 12 shape)", analysis["table12"], max_rows=200)]),
         Section("Classifier audit",
                 "The classifier on each bare descriptor and on each descriptor in a neutral sentence. Terms flagged "

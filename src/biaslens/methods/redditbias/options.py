@@ -12,11 +12,11 @@ from biaslens.models.embedded import EMBEDDED_NAME
 from biaslens.options import (
     LM_EVAL_TOKENIZER_FLAG,
     SAMPLES_FROM_LM_EVAL_FLAG,
-    TRAINING_MODEL_FLAG,
     TRAINING_OUT_FLAG,
     ConfigFile,
     Section,
     flag,
+    training_field,
 )
 
 
@@ -53,11 +53,11 @@ class RedditBiasOptions(Section, section="redditbias", panel="RedditBias"):
 class DebiasConfig(ConfigFile):
     """``biaslens debias {cda,lmd,add,hd}``: RedditBias debiasing of one bias type."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
+    model: str = training_field("model", EMBEDDED_NAME, (
         "'smollm2-135m' (embedded), a local model folder or a Hugging Face id"))
     bias_type: str = Field(json_schema_extra=flag(short="-b"), description=(
         "religion1, religion2, race, gender, orientation or the name in --spec-file"))
-    out: Path = Field(json_schema_extra=TRAINING_OUT_FLAG, description="output model folder (re-run the same command to resume)")
+    out: Path = training_field("out")
     data_dir: Path | None = Field(None, description=(
         "a RedditBias checkout: trains on text_files/<type>/<type>_bias_manual_train.txt; without it, on phrases "
         "built from the specification"))
@@ -65,15 +65,15 @@ class DebiasConfig(ConfigFile):
                                    description="your own bias specification, YAML or JSON (repeatable)")
     lm_weight: float = Field(0.01, ge=0, description="weight of the LM loss (lmd/add/hd; CDA always uses 1)")
     debias_weight: float = Field(10.0, ge=0, description="weight of the debiasing loss (lmd/add/hd)")
-    epochs: float = Field(2.0, gt=0, description="training epochs (paper: 2)")
-    batch_size: int = Field(8, ge=1, description="texts per step")
-    grad_accum: int = Field(1, ge=1, description="gradient accumulation steps")
-    lr: float = Field(5e-5, gt=0, description="AdamW learning rate (paper: 5e-5)")
-    max_steps: int = Field(-1, description="stop after N optimizer steps (-1: run the epochs)")
+    epochs: float = training_field("epochs", description="training epochs (paper: 2)")
+    batch_size: int = training_field("batch_size", description="texts per step")
+    grad_accum: int = training_field("grad_accum")
+    lr: float = training_field("learning_rate", description="AdamW learning rate (paper: 5e-5)")
+    max_steps: int = training_field("max_steps", description="stop after N optimizer steps (-1: run the epochs)")
     max_length: int = Field(128, ge=1, description="tokens per text, the start token included (longer texts are cut)")
-    save_steps: int = Field(50, ge=1, description="checkpoint every N steps (resume point)")
+    save_steps: int = training_field("save_steps")
     device: str = Field("cpu", description="cpu, cuda, cuda:N, mps (the later --evaluate run uses it too)")
-    seed: int = Field(0, description="training seed")
+    seed: int = training_field("seed")
     cda_mode: Literal["targets", "attributes"] | None = Field(None, description=(
         "cda: targets (CTDA, default) or attributes (CADA)"))
     counterfactual_mode: Literal["default", "reference"] = Field("default", description=(
@@ -101,13 +101,12 @@ class DebiasConfig(ConfigFile):
 class DownstreamConfig(ConfigFile):
     """``biaslens downstream {dst,generation}``: a dialog task trained and tested on your data."""
 
-    model: str = Field(EMBEDDED_NAME, json_schema_extra=TRAINING_MODEL_FLAG, description=(
-        "embedded name, local folder or Hugging Face id"))
+    model: str = training_field("model", EMBEDDED_NAME, "embedded name, local folder or Hugging Face id")
     train: Path = Field(description="training file: MultiWOZ 2.0-format JSON (dst) or DSTC-7 tab-separated "
                                     "(generation; last columns: context, response)")
     test: Path = Field(description="test file, same format (generation: lines sharing a context are its references)")
     out: Path | None = Field(None, json_schema_extra=TRAINING_OUT_FLAG, description="run folder [default MODEL/downstream-<task>]")
-    epochs: float = Field(1.0, gt=0, description="training epochs")
-    batch_size: int = Field(8, ge=1, description="examples per step")
-    lr: float = Field(5e-5, gt=0, description="learning rate")
-    max_steps: int = Field(-1, description="stop after N steps (-1: run the epochs)")
+    epochs: float = training_field("epochs", 1.0)
+    batch_size: int = training_field("batch_size")
+    lr: float = training_field("learning_rate", description="learning rate")
+    max_steps: int = training_field("max_steps", description="stop after N steps (-1: run the epochs)")

@@ -20,11 +20,11 @@ from biaslens.methods.winobias.metrics import twin_occupations, winobias_statist
 from biaslens.methods.winobias.options import WinoBiasOptions
 from biaslens.results import MetricEntry, SuiteResult
 from biaslens.rounding import estimate, p_text
-from biaslens.suites.base import AnalysisContext, CardSpec, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec
+from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, score_pairs
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
-
 CAVEATS = (
     "WinoBias was built to test coreference systems; a language model's likelihood of a sentence measures how "
     "expected the pronoun is after the occupations, not which occupation the model links it to.",
@@ -36,7 +36,8 @@ CAVEATS = (
 )
 
 
-class WinoBias(Suite):
+class WinoBias(PairPreferenceSuite, table="twins", title="WinoBias", page="biaslens.methods.winobias.report:render",
+               summary=("cells", "type.split"), caveats=CAVEATS):
     """WinoBias: the pro-anti gap over pro/anti twins, per type and split."""
 
     name = "winobias"
@@ -50,8 +51,6 @@ class WinoBias(Suite):
     compare = pair_preference_comparison("winobias", "WinoBias", "the pro-stereotypical form scores higher",
                                          table="twins", headline_value=lambda t: 100 * np.sign(t["d_pro_anti"]),
                                          occupations=twin_occupations)
-    stored_tables = ("twins",)
-    main_table = "twins"
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         opts: WinoBiasOptions = ctx.options
@@ -60,33 +59,18 @@ class WinoBias(Suite):
         ctx.record_size("twins", None, len(twins))
         ctx.console.print(f"[bold]winobias[/bold]: {len(twins):,} twins (types {','.join(opts.types)}, splits "
                           f"{','.join(opts.splits)}) on [bold]{ctx.calls.info.name}[/bold]")
-        from biaslens.suites.paired_scores import score_pairs
-
         pro, anti, how = score_pairs(ctx, twins["pro"].tolist(), twins["anti"].tolist(), what="pro/anti twins")
         twins = twins.assign(score_pro=pro, score_anti=anti, d_pro_anti=pro - anti,
                              item=twins["type"].astype(str) + "." + twins["split"] + "." + twins["id"].astype(str),
                              unit=twins["schema"], prefers=pro > anti)
-        ctx.record["winobias"] = {"scoring": how, "data_dir": str(opts.data_dir or "shipped")}
+        ctx.record[self.record_key] = {"scoring": how, "data_dir": str(opts.data_dir or "shipped")}
         return {"twins": twins}
 
     def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
         stats_, cells, types = winobias_statistics(tables["twins"], alpha=ctx.config.alpha)
-        facts = dict(ctx.record.get("winobias") or {})
-        metrics = {"suite": self.name, "model": ctx.model_name, "alpha": ctx.config.alpha, **stats_,
-                   "score_definition": facts.get("scoring"), "cells": cells.to_dict("records"),
-                   "types": types.to_dict("records"), "caveats": list(CAVEATS)}
+        metrics = self.run_metrics(ctx, stats_, cells=cells.to_dict("records"), types=types.to_dict("records"))
         return SuiteResult(metrics=metrics, entries=_entries(stats_, cells, types), verdict=winobias_verdict(stats_),
                            tables={"cells": cells, "types": types}, analysis={"cells": cells, "types": types})
-
-    def render(self, result: SuiteResult, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> str:
-        from biaslens.methods.winobias.report import render
-
-        return render(result, tables["twins"], ctx.record)
-
-    def summary(self, result: SuiteResult, ctx: AnalysisContext) -> None:
-        from biaslens.report.pair_preference import print_summary
-
-        print_summary(ctx.console, "WinoBias", result, result.analysis["cells"], "type.split")
 
 
 def _clean(v: Any) -> Any:
@@ -146,6 +130,10 @@ def _entries(s: dict[str, Any], cells: pd.DataFrame, types: pd.DataFrame) -> lis
     return entries
 
 
+#: the smallest gap a design detects, as its verdict names it
+GAP_SIZE = "a gap of {} points"
+
+
 def _gap_phrase(g: dict[str, Any]) -> str:
     level = f"{100 * (g.get('level') or 0.95):.4g}% CI"
     return f"{estimate(g['mean'], g['ci_low'], g['ci_high'], signed=True, label=level)} points"
@@ -183,7 +171,5 @@ def winobias_verdict(s: dict[str, Any]) -> str:
         side = "pro-stereotypical" if g["mean"] > 0 else "anti-stereotypical"
         return f"the model prefers the {side} pronoun: {base} ({p_text(g['p'])})"
     if g["verdict"] == "not_detected":
-        return (f"no stereotype preference detected: {base} ({p_text(g['p'])}; a gap of {g['detectable']:.0f} points "
-                "would be detected with 80% power)")
-    return (f"cannot tell: {base} ({p_text(g['p'])}); only a gap of {g['detectable']:.0f}+ points would be "
-            "detected with 80% power at this size")
+        return f"no stereotype preference detected: {base} ({p_text(g['p'])}; {power_clause(g, GAP_SIZE)})"
+    return f"cannot tell: {base} ({p_text(g['p'])}); {power_clause(g, GAP_SIZE)}"

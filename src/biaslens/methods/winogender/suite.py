@@ -22,7 +22,8 @@ from biaslens.methods.winogender.metrics import winogender_statistics
 from biaslens.methods.winogender.options import WinogenderOptions
 from biaslens.results import MetricEntry, SuiteResult, verdict_words
 from biaslens.rounding import estimate, level_text, p_text
-from biaslens.suites.base import AnalysisContext, CardSpec, Suite
+from biaslens.suites.base import AnalysisContext, CardSpec
+from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, score_pairs
 
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
@@ -37,7 +38,7 @@ CAVEATS = (
 )
 
 
-class Winogender(Suite):
+class Winogender(PairPreferenceSuite, table="sentences", caveats=CAVEATS):
     """Winogender: per-template male/female/neutral differences and their correlation with BLS."""
 
     name = "winogender"
@@ -46,8 +47,6 @@ class Winogender(Suite):
         "smoke": {}, "default": {}, "paper": {}})  # 720 sentences: every budget runs them all
     compare = pair_preference_comparison("winogender", "Winogender", "the male sentence scores higher",
                                          table="sentences")
-    stored_tables = ("sentences",)
-    main_table = "sentences"
 
     def collect(self, ctx: RunContext) -> dict[str, pd.DataFrame]:
         opts: WinogenderOptions = ctx.options
@@ -57,8 +56,6 @@ class Winogender(Suite):
         ctx.record_size("sentences", None, 3 * len(rows))
         ctx.console.print(f"[bold]winogender[/bold]: {rows['template'].nunique()} templates, {3 * len(rows)} sentences "
                           f"on [bold]{ctx.calls.info.name}[/bold]")
-        from biaslens.suites.paired_scores import score_pairs
-
         male, female, how = score_pairs(ctx, rows["male"].tolist(), rows["female"].tolist(), what="male/female")
         male_n, neutral, _ = score_pairs(ctx, rows["male"].tolist(), rows["neutral"].tolist(), what="male/neutral")
         female_n, neutral_f, _ = score_pairs(ctx, rows["female"].tolist(), rows["neutral"].tolist(),
@@ -67,7 +64,7 @@ class Winogender(Suite):
                            d_mn=male_n - neutral, d_fn=female_n - neutral_f,
                            item=rows["template"] + "." + rows["participant"], unit=rows["template"],
                            prefers=male > female)
-        ctx.record["winogender"] = {"scoring": how, "data_dir": str(opts.data_dir or "shipped")}
+        ctx.record[self.record_key] = {"scoring": how, "data_dir": str(opts.data_dir or "shipped")}
         return {"sentences": rows}
 
     def analyse(self, tables: dict[str, pd.DataFrame], ctx: AnalysisContext) -> SuiteResult:
@@ -75,9 +72,7 @@ class Winogender(Suite):
         stats_, per_template = winogender_statistics(tables["sentences"], read_occupation_stats(opts.data_dir),
                                                      alpha=ctx.config.alpha, n_boot=opts.n_bootstrap,
                                                      seed=ctx.config.seed)
-        facts = dict(ctx.record.get("winogender") or {})
-        metrics = {"suite": self.name, "model": ctx.model_name, "alpha": ctx.config.alpha, **stats_,
-                   "score_definition": facts.get("scoring"), "caveats": list(CAVEATS)}
+        metrics = self.run_metrics(ctx, stats_)
         return SuiteResult(metrics=metrics, entries=_entries(stats_), verdict=winogender_verdict(stats_),
                            tables={"templates": per_template}, analysis=per_template)
 
@@ -167,9 +162,8 @@ def winogender_verdict(s: dict[str, Any]) -> str:
         share = estimate(m["share"], m["ci_low"], m["ci_high"], unit="%", label=level)
         if m["verdict"] == "not_detected":
             male = (f"no preference for either pronoun detected: the male sentence is likelier in {share} of {m['n']} "
-                    f"templates ({p_s}; a share {m['detectable']:.0f} points from 50% would be detected with 80% power)")
+                    f"templates ({p_s}; {power_clause(m)})")
         else:
             male = (f"cannot tell whether the model prefers either pronoun: the male sentence is likelier in {share} "
-                    f"of {m['n']} templates ({p_s}); only a share {m['detectable']:.0f}+ points from 50% would be "
-                    "detected with 80% power at this size")
+                    f"of {m['n']} templates ({p_s}); {power_clause(m)}")
     return f"{corr}; {male}"
