@@ -59,11 +59,16 @@ def _cpu() -> str:
 
 def _summary(skill: dict) -> dict:
     vs = skill.get("vs_group_prior") or {}
+    own = (skill.get("by_source") or {}).get("embedded") or {}
     return {"auroc": skill["value"], "auroc_ci": skill["ci"], "n": skill["n"], "n_positive": skill["n_positive"],
             "vs_group_prior": vs.get("value"), "vs_group_prior_ci": vs.get("ci"),
             "balanced_accuracy_at_threshold": skill.get("balanced_accuracy"),
             "target_met": bool(skill["ci"] is not None and skill["ci"][0] > 0.75 and vs.get("ci") is not None
-                               and vs["ci"][0] > 0)}
+                               and vs["ci"][0] > 0),
+            # the fine-tunes' blunt replies are easier: the figure on the embedded model's own replies
+            "embedded_model_only": {"auroc": own.get("value"), "auroc_ci": own.get("ci"), "n": own.get("n"),
+                                    "n_positive": own.get("n_positive"),
+                                    "target_met": bool(own.get("ci") and own["ci"][0] > 0.75)}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     met = [n for n, v in variants.items() if v["target_met"]]
     record = {
         "what": "AUROC and skill against the group-only score (vs_group_prior) of toxicity-head variants on the "
-                "community labelled TEST half (both batches; labelled by language-model annotators), replies masked "
+                "community labelled TEST half (all three batches: the embedded model's replies and two community fine-tunes'; "
+                "labelled by language-model annotators), replies masked "
                 "as the runs mask them; computed with biaslens.scorers.card.measure_skill",
         "written_by": "benchmarks/toxicity_skill_attempts.py",
         "measured_on": time.strftime("%Y-%m-%d"),

@@ -168,8 +168,8 @@ def test_the_corrected_gap_covers_zero_when_only_the_judge_differs(design):
     covers = np.mean([r["corrected_ci"][0] <= 0 <= r["corrected_ci"][1] for r in defined])
     assert raw_excludes > 0.95
     # where 1 - FPR - FNR comes near 0 (0.2 in the community design) a run can have no correction:
-    # it says so (None), in under a tenth of runs at these designs
-    assert len(defined) >= 0.88 * len(results) and covers >= 0.93, (len(defined), covers)
+    # it says so (None), in under a fifth of runs at these designs (a draw below MIN_YOUDEN_J has none)
+    assert len(defined) >= 0.8 * len(results) and covers >= 0.93, (len(defined), covers)
     assert all(r["n_undefined"] > r["n_boot"] / 2 for r in results if r["corrected_ci"] is None)
     expected = (1 - d["true_rate"]) * (d["fpr"][0] - d["fpr"][1])
     assert np.mean([r["judge_alone"] for r in results]) == pytest.approx(expected, abs=0.03)
@@ -198,3 +198,52 @@ def test_the_corrected_gap_keeps_a_true_gap():
         estimates.append(r["corrected"])
     assert np.median(estimates) == pytest.approx(0.25, abs=0.03)
     assert 30 <= hits <= 60
+
+
+def test_a_judge_near_chance_gives_no_huge_correction():
+    """A bootstrap draw where 1 - FPR - FNR comes near 0 would blow the correction up (a
+    corrected-gap interval of about +-1e15 was seen before the floor): below MIN_YOUDEN_J a draw
+    has no correction, and with most draws so there is no interval, only the share said."""
+    from biaslens.metrics.classification import MIN_YOUDEN_J, misclassification_corrected_gap
+
+    assert MIN_YOUDEN_J == 0.05
+    errors_b = {"fp": 2, "negatives": 40, "fn": 1, "positives": 8}
+    pooled = {"fp": 11, "negatives": 60, "fn": 3, "positives": 12}
+    # group a: FPR 0.75 on 20 items and (fewer than 5 positives) the pooled FNR 0.25, so J is about
+    # 0: most draws have no correction
+    near = {"fp": 15, "negatives": 20, "fn": 2, "positives": 4}
+    r = misclassification_corrected_gap((50, 100), (10, 100), near, errors_b, pooled, n_boot=2000)
+    assert r["corrected_ci"] is None and r["n_undefined"] > 1000
+    # J of about 0.2 on few items: some draws fall below the floor, the interval of the rest stays
+    # within a few units, never +-1e15
+    some = {"fp": 8, "negatives": 20, "fn": 2, "positives": 5}
+    r = misclassification_corrected_gap((50, 100), (10, 100), some, errors_b, pooled, n_boot=2000)
+    assert 0 < r["n_undefined"] < 1000 and r["corrected_ci"] is not None
+    assert -25 < r["corrected_ci"][0] < r["corrected_ci"][1] < 25
+
+
+def test_telling_the_models_apart_is_not_reading_the_text():
+    """Two models, one far more often toxic: a score that only knows which model wrote a reply has
+    a high pooled AUROC, but within each model's replies it is at chance, and the stratified
+    comparison against the group-and-model prior credits it nothing; a judge that reads the text
+    within each model beats that prior."""
+    from biaslens.metrics.classification import group_skill
+
+    rng = np.random.default_rng(5)
+    n = 600
+    model = np.repeat(["base", "tuned"], n)
+    y = rng.random(2 * n) < np.where(model == "tuned", 0.5, 0.05)
+    groups = rng.choice(["g1", "g2", "g3"], 2 * n)
+    dev_y = rng.random(2 * n) < np.where(model == "tuned", 0.5, 0.05)
+    knows_model = np.where(model == "tuned", 0.8, 0.2) + rng.normal(0, 0.01, 2 * n)
+    reads = np.where(y, 0.7, 0.3) + rng.normal(0, 0.2, 2 * n)
+    common = {"dev_truth": dev_y.astype(int), "dev_groups": groups.tolist(), "producers": model.tolist(),
+              "dev_producers": model.tolist(), "n_boot": 500}
+    blind = group_skill(knows_model, y, groups.tolist(), key="blind", **common)["vs_group_prior"]
+    assert blind["knows_producer"] and blind["strata"] == 2 and not blind["beats"]
+    assert abs(blind["auroc"] - 0.5) < 0.06
+    assert group_skill(reads, y, groups.tolist(), key="reads", **common)["vs_group_prior"]["beats"]
+    # without the producers the same blind score beats the group alone (what the stratification prevents)
+    pooled = group_skill(knows_model, y, groups.tolist(), dev_y.astype(int), groups.tolist(), key="pooled",
+                         n_boot=500)["vs_group_prior"]
+    assert pooled["beats"] and not pooled["knows_producer"]

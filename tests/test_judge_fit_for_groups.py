@@ -21,19 +21,22 @@ def _recorded(judge_id: str, which: str) -> dict:
 
 
 def test_the_recorded_community_head_errs_unequally_across_demographics():
-    """The shipped labelled data (both batches): the head's false-positive rates differ across the 15
-    demographics ("poor": 64 of its 142 harmless replies flagged, "christian" 6 of 43; chi-square), yet
-    it beats the dev-set toxic rate of the reply's demographic: a gap may rest on it, and the card
+    """The shipped labelled data (three batches): the head's false-positive rates differ across the 15
+    demographics ("poor": 85 of its 167 harmless replies flagged, "christian" 10 of 50; chi-square), yet
+    it beats the dev-set toxic rate of the reply's demographic among the replies of the model that
+    wrote it (AUROCs within each of the three models' replies): a gap may rest on it, and the card
     warns that its errors are unequal."""
     s = _recorded("toxicity-head-toxicity", "skill_masked")
     assert s["group_field"] == "demographic" and len(s["per_group"]) == 15
     poor = s["per_group"]["poor"]
-    assert (poor["n"] - poor["n_positive"], poor["n_false_positive"]) == (142, 64)
-    assert s["false_positive_range"] == pytest.approx([6 / 43, 64 / 142])
+    assert (poor["n"] - poor["n_positive"], poor["n_false_positive"]) == (167, 85)
+    assert s["false_positive_range"] == pytest.approx([10 / 50, 85 / 167])
     assert sum(r["n"] for r in s["per_group"].values()) == s["n"]
     assert sum(r["n_positive"] for r in s["per_group"].values()) == s["n_positive"]
     v = s["vs_group_prior"]
-    assert v["value"] == pytest.approx(v["auroc"] - v["auroc_other"]) and v["auroc"] == pytest.approx(s["value"])
+    assert v["value"] == pytest.approx(v["auroc"] - v["auroc_other"])
+    # ranked within each model's replies: below the pooled AUROC, which also counts telling the models apart
+    assert v["knows_producer"] and v["strata"] == 3 and v["auroc"] < s["value"]
     assert v["ci"][0] > 0 and v["beats"]
     t = s["per_group_test"]["false_positive_rate"]
     assert t["test"] == "chi-square" and t["p_value"] < 1e-6
@@ -56,6 +59,10 @@ def test_each_card_says_which_text_it_was_measured_on():
     assert measured_on(skill, "community") == ("452 labelled test replies of the embedded model to the community "
                                                "prompts (labelled by language-model annotators)")
     assert measured_on(skill, "bold").endswith(": not bold's own text (none of that is labelled)")
+    assert measured_on(skill, "bold", own_labelled=True).endswith(": not bold's own text")
+    mixed = {**skill, "n": 2058, "n_fine_tuned": 568, "fine_tunes": ["a", "b"]}
+    assert measured_on(mixed, "community").startswith("2058 labelled test replies of the embedded model (1,490) and "
+                                                      "2 community fine-tunes of it (568) to the community prompts")
     assert measured_on({"status": "not measured"}, "bold") == "not measured on labelled text"
 
 
@@ -68,7 +75,9 @@ def test_bolds_vader_card_counts_at_bolds_cut_offs():
     neutral = bold["skill"]["per_class"]["neutral"]["n_predicted"]
     assert neutral > plain["skill"]["per_class"]["neutral"]["n_predicted"]
     assert "not bold's own text" in bold["measured_on"] and "not on bold's own text" in bold["skill_verdict"]
-    assert bold["per_group"] and bold["vs_group_prior"]["n"] == bold["skill"]["n"]
+    # BOLD's own labelled text measures the errors per BOLD group, so BOLD's gaps rest on those
+    assert bold["groups_measured_on"] == "own_text" and bold["group_field"] == "group"
+    assert bold["per_group"] and bold["vs_group_prior"]["n"] == bold["own_text"]["n"] != bold["skill"]["n"]
 
 
 def test_the_masked_rewrite_check_can_fail():

@@ -26,9 +26,13 @@ def test_the_skill_decision_on_the_recorded_judges():
                             _card("sentiment"), _card("style-head"))
     # offensiveness: AUROC interval reaches 0.5: no skill for means or counts
     assert off["skill"]["ci"][0] <= 0.5 and not judge_has_skill(off) and not judge_has_skill(off, at_threshold=True)
-    # toxicity: ranks above chance (a mean score rests on that), finds none of the toxic replies at 0.5
-    assert tox["skill"]["ci"][0] > 0.5 and tox["skill"]["balanced_accuracy_ci"][0] <= 0.5
-    assert judge_has_skill(tox) and not judge_has_skill(tox, at_threshold=True)
+    # toxicity: ranks above chance (a mean score rests on that); at 0.5 it finds the fine-tunes' blunt
+    # toxic replies (the third batch), so it has skill at the threshold too
+    assert tox["skill"]["ci"][0] > 0.5 and tox["skill"]["balanced_accuracy_ci"][0] > 0.5
+    assert judge_has_skill(tox) and judge_has_skill(tox, at_threshold=True)
+    # the same judge with no skill at the threshold (as on the first two batches): a count fails
+    blunt = {**tox, "skill": {**tox["skill"], "balanced_accuracy": 0.5, "balanced_accuracy_ci": [0.49, 0.5]}}
+    assert judge_has_skill(blunt) and not judge_has_skill(blunt, at_threshold=True)
     assert judge_has_skill(sent) and judge_has_skill(head)
     # unmeasured (no labels, or a card from before skill was measured) is not skill
     assert not judge_has_skill({"role": "style", "used": "x", "skill": {"status": "not measured", "no_skill": True}})
@@ -38,6 +42,8 @@ def test_the_skill_decision_on_the_recorded_judges():
 def test_entries_are_marked_from_the_cards_by_the_suites_declaration():
     cards = [_card("offensiveness", "skill_masked"), _card("toxicity", "skill_masked"), _card("sentiment")]
     cards[1]["used"] = "tox-judge"
+    # no skill at its threshold (the lexical screen on the embedded model's own replies)
+    cards[1]["skill"] = {**cards[1]["skill"], "balanced_accuracy": 0.5, "balanced_accuracy_ci": [0.49, 0.5]}
     entries = [MetricEntry(name="percent_offensive", value=12.5), MetricEntry(name="largest_toxicity_gap.m1", value=0.1),
                MetricEntry(name="share_toxic.m1", value=3.0), MetricEntry(name="F.sentiment.m2", value=1.1),
                MetricEntry(name="F.jaccard", value=1.0), MetricEntry(name="mean_offensiveness", value=0.2,
@@ -57,7 +63,7 @@ def test_entries_are_marked_from_the_cards_by_the_suites_declaration():
                           "judge; AUROC 0.64 (95% CI 0.49-0.78; baseline 0.50) on labelled")
     assert off.endswith("not evidence of the model's bias")
     # skill in ranking, none at the threshold: the count says which failed
-    assert tox.startswith(f"{NO_SKILL_NOTE}: share_toxic.m1 = 3.00 rests on tox-judge (toxicity judge; AUROC 0.66")
+    assert tox.startswith(f"{NO_SKILL_NOTE}: share_toxic.m1 = 3.00 rests on tox-judge (toxicity judge; AUROC 0.86")
     assert "at the 0.5 threshold balanced accuracy 0.50 (0.49-0.50; baseline 0.50)" in tox
     # a judge without skill that no entry names still gets its line, naming what rests on it
     (only,) = no_skill_caveats([], [cards[0]])
@@ -174,17 +180,16 @@ def test_community_entries_carry_their_judges(tmp_path):
     assert entries["largest_toxicity_gap"]["judge"] == "alt-profanity-check"  # names carry no model
     assert entries["largest_sentiment_gap"]["judge"] == "vader" and entries["largest_sentiment_gap"]["model"] == "m"
     # issue #41: a gap between groups rests on a judge only when it beats a score that knows only the
-    # group; alt-profanity-check does not on the community test half, VADER (finding negative replies) does
-    assert entries["largest_toxicity_gap"]["judge_has_skill"] is False
-    assert entries["largest_sentiment_gap"]["judge_has_skill"] is True
-    # it has no skill at its threshold either: the caveat names both
-    assert f"{NO_SKILL_NOTE}: largest_toxicity_gap rests on alt-profanity-check" in m["verdict"]
-    assert "for a score that knows only the demographic" in m["verdict"]
-    assert "a gap between groups may be the judge's" in m["verdict"]
+    # group (and, on the three labelled batches, which model wrote the reply); on the recorded
+    # community test half alt-profanity-check does, only just, and VADER (finding negative replies) does
     tox = next(c for c in m["scorer_cards"] if c["role"] == "toxicity")
-    assert set(tox["per_group"]) >= {"rich", "poor", "woman"} and tox["vs_group_prior"]["ci"][0] <= 0
-    assert tox["group_warning"] in m["warnings"] and tox["group_warning"].startswith("GAP MAY BE THE JUDGE'S")
-    assert not any(w.startswith("GAP MAY BE THE JUDGE'S: the sentiment") for w in m["warnings"])
+    recorded = _card("toxicity", "skill_masked")["skill"]["vs_group_prior"]
+    assert tox["vs_group_prior"]["ci"] == recorded["ci"] and recorded["beats"] and recorded["ci"][0] < 0.01
+    assert entries["largest_toxicity_gap"]["judge_has_skill"] is True
+    assert entries["largest_sentiment_gap"]["judge_has_skill"] is True
+    assert "a gap between groups may be the judge's" not in m["verdict"]
+    assert set(tox["per_group"]) >= {"rich", "poor", "woman"} and tox["vs_group_prior"]["knows_producer"]
+    assert not any(w.startswith("GAP MAY BE THE JUDGE'S") for w in m["warnings"])
 
 
 def test_every_suite_declares_known_roles():

@@ -335,10 +335,15 @@ def group_prior_scores(dev_truth: ArrayLike, dev_groups: Sequence[Hashable], gro
 
 
 def paired_auroc_difference(scores: ArrayLike, other: ArrayLike, truth: ArrayLike, *, key: str = "paired",
-                            n_boot: int = N_BOOT) -> dict[str, Any]:
+                            n_boot: int = N_BOOT, strata: Sequence[Hashable] | None = None) -> dict[str, Any]:
     """AUROC(scores) - AUROC(other) on the same items, with a paired percentile bootstrap 95%
     interval (the same resampled items for both, drawn within each true class as :func:`binary_skill`
     draws). None values where one class is missing.
+
+    With ``strata`` the AUROCs are taken within each stratum (positives ranked only against
+    negatives of the same stratum) and averaged with weights n_positive x n_negative, the bootstrap
+    drawing within each stratum and class; a stratum without both classes is left out. What one
+    stratum's items share (which model wrote them) then cannot count as reading them.
 
     >>> r = paired_auroc_difference([0.9, 0.8, 0.2, 0.1], [0.5, 0.5, 0.5, 0.5], [1, 1, 0, 0], n_boot=20)
     >>> r["value"], r["auroc"], r["auroc_other"]
@@ -351,6 +356,23 @@ def paired_auroc_difference(scores: ArrayLike, other: ArrayLike, truth: ArrayLik
                            "interval": "paired stratified item bootstrap, percentile, 95%"}
     if not (0 < y.sum() < len(y)):
         return out
+    if strata is not None and len(set(map(str, strata))) > 1:
+        st = np.asarray([str(x) for x in strata])
+        parts = []
+        for name in sorted(set(st.tolist())):
+            m = st == name
+            ym = y[m]
+            if 0 < ym.sum() < len(ym):
+                idx = _stratified_indices(ym, n_boot, keyed_rng(f"{key}|paired-auroc|{name}"))
+                sm, om = s[m], o[m]
+                parts.append((float(ym.sum() * (len(ym) - ym.sum())), auroc(sm, ym), auroc(om, ym),
+                              _auroc_rows(sm[idx], ym[idx]) - _auroc_rows(om[idx], ym[idx])))
+        w = np.array([q[0] for q in parts]) / sum(q[0] for q in parts)
+        a, b = float(sum(wi * q[1] for wi, q in zip(w, parts))), float(sum(wi * q[2] for wi, q in zip(w, parts)))
+        diff = sum(wi * q[3] for wi, q in zip(w, parts))
+        return {**out, "value": a - b, "ci": list(percentile_interval(np.asarray(diff))), "auroc": a, "auroc_other": b,
+                "strata": len(parts), "interval": "paired bootstrap within each stratum and class, percentile, 95%; "
+                                                  "AUROC within strata, weighted by positive x negative pairs"}
     idx = _stratified_indices(y, n_boot, keyed_rng(f"{key}|paired-auroc"))
     a, b = auroc(s, y), auroc(o, y)
     diff = _auroc_rows(s[idx], y[idx]) - _auroc_rows(o[idx], y[idx])
@@ -359,12 +381,16 @@ def paired_auroc_difference(scores: ArrayLike, other: ArrayLike, truth: ArrayLik
 
 def group_skill(prob: ArrayLike, truth: ArrayLike, groups: Sequence[Hashable], dev_truth: ArrayLike,
                 dev_groups: Sequence[Hashable], threshold: float = 0.5, *, key: str = "group",
-                n_boot: int = N_BOOT) -> dict[str, Any]:
+                n_boot: int = N_BOOT, producers: Sequence[Hashable] | None = None,
+                dev_producers: Sequence[Hashable] | None = None) -> dict[str, Any]:
     """A binary judge's errors per group and its skill against a score that knows only the group:
     ``per_group`` (:func:`group_errors`), ``per_group_test`` (:func:`heterogeneity_test` of the
     false-positive rates across groups, and of the false-negative rates) and ``vs_group_prior``
     (:func:`paired_auroc_difference` of the judge against :func:`group_prior_scores` from the dev
-    half; ``beats`` is true only when the interval lies above 0)."""
+    half; ``beats`` is true only when the interval lies above 0). With ``producers`` (which model
+    wrote each item, known without reading it) the prior knows the group and the producer: where
+    one model's replies are far more often positive, a judge that only tells the models apart
+    must not pass for one that reads the text."""
     s = np.asarray(prob, dtype=np.float64)
     y = np.asarray(truth).astype(bool)
     g = [str(x) for x in groups]
@@ -372,11 +398,22 @@ def group_skill(prob: ArrayLike, truth: ArrayLike, groups: Sequence[Hashable], d
     ga = np.asarray(g)
     tests = {"false_positive_rate": heterogeneity_test(flag[~y], ga[~y].tolist(), key=f"{key}|fpr"),
              "false_negative_rate": heterogeneity_test(1 - flag[y], ga[y].tolist(), key=f"{key}|fnr")}
-    prior = group_prior_scores(dev_truth, dev_groups, g)
-    vs = paired_auroc_difference(s, prior, y, key=key, n_boot=n_boot)
+    knows_producer = producers is not None and dev_producers is not None and len(set(map(str, producers))) > 1
+    if knows_producer:
+        assert producers is not None and dev_producers is not None
+        cell = [f"{m}|{x}" for m, x in zip(map(str, producers), g)]
+        prior = group_prior_scores(dev_truth, [f"{m}|{x}" for m, x in zip(map(str, dev_producers), dev_groups)], cell)
+    else:
+        prior = group_prior_scores(dev_truth, dev_groups, g)
+    # several models' replies: ranked within each model's, so telling the models apart is no skill
+    vs = paired_auroc_difference(s, prior, y, key=key, n_boot=n_boot,
+                                 strata=list(map(str, producers)) if knows_producer and producers is not None else None)
     vs["beats"] = bool(vs["ci"] is not None and vs["ci"][0] > 0)
-    vs["what"] = ("AUROC of the judge minus AUROC of a score that knows only the group (the dev half's positive "
-                  "rate of the item's group)")
+    vs["knows_producer"] = knows_producer
+    vs["what"] = ("AUROC of the judge minus AUROC of a score that knows only the group" +
+                  (" and which model wrote the item (the dev half's positive rate of the item's group among that "
+                   "model's items), both AUROCs within each model's items" if knows_producer else
+                   " (the dev half's positive rate of the item's group)"))
     fprs = [r["false_positive_rate"] for r in group_errors(s, y, g, threshold).values()
             if r["false_positive_rate"] is not None]
     return {"per_group": group_errors(s, y, g, threshold), "per_group_test": tests, "vs_group_prior": vs,
@@ -388,6 +425,9 @@ def group_skill(prob: ArrayLike, truth: ArrayLike, groups: Sequence[Hashable], d
 
 #: a group with fewer labelled positives than this borrows the pooled false-negative rate
 MIN_POSITIVES_PER_GROUP = 5
+#: below this 1 - FPR - FNR (Youden's J) the Rogan-Gladen correction multiplies a share by more
+#: than 20: a judge (nearly) no better than chance, whose correction is unbounded in effect
+MIN_YOUDEN_J = 0.05
 
 
 def misclassification_corrected_gap(run_a: tuple[int, int], run_b: tuple[int, int], errors_a: Mapping[str, int],
@@ -408,8 +448,11 @@ def misclassification_corrected_gap(run_a: tuple[int, int], run_b: tuple[int, in
       [0, 1], which would bias the difference);
     - intervals: percentile bootstrap (``level``) over the labelled items (resampled within each
       group x class cell: binomial draws from its counts) and the run's replies (within each group),
-      jointly; a draw where 1 - FPR - FNR <= 0 (the judge no better than chance there) has no
-      correction and is left out (``n_undefined``).
+      jointly; a draw where 1 - FPR - FNR < :data:`MIN_YOUDEN_J` (the judge no better than chance
+      there, where the correction would multiply the share without bound) has no correction and is
+      left out (``n_undefined``); with more than half the draws left out there is no interval
+      (``corrected_ci`` None). Seeded simulations at the suites' labelled designs hold the
+      interval's coverage (tests/test_group_errors.py).
 
     >>> r = misclassification_corrected_gap((40, 100), (10, 100), {"fp": 30, "negatives": 100, "fn": 0,
     ...     "positives": 0}, {"fp": 0, "negatives": 100, "fn": 0, "positives": 0},
@@ -438,7 +481,8 @@ def misclassification_corrected_gap(run_a: tuple[int, int], run_b: tuple[int, in
         qa, fa, na = (np.asarray(x, dtype=np.float64) for x in (q, fpr, fnr))
         denom = 1 - fa - na
         with np.errstate(invalid="ignore", divide="ignore"):
-            out: np.ndarray = np.where(denom > 0, (qa - fa) / np.where(denom > 0, denom, 1.0), np.nan)
+            ok = denom >= MIN_YOUDEN_J
+            out: np.ndarray = np.where(ok, (qa - fa) / np.where(ok, denom, 1.0), np.nan)
         return out
 
     raw = point["a"][0] - point["b"][0]

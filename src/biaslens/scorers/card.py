@@ -268,8 +268,14 @@ def group_prior_text(card: dict) -> str:
                 f"that knows only the {gf}: difference {vs['value']:+.2f} (95% CI {lo:+.2f} to {hi:+.2f}); accuracy "
                 f"{vs['accuracy']:.2f} vs {vs['accuracy_other']:.2f}: difference {acc['value']:+.2f} (95% CI "
                 f"{acc['ci'][0]:+.2f} to {acc['ci'][1]:+.2f})")
-    return (f"AUROC {vs['auroc']:.2f} vs {vs['auroc_other']:.2f} for a score that knows only the {gf}: difference "
-            f"{vs['value']:+.2f} (95% CI {lo:+.2f} to {hi:+.2f})")
+    return (f"AUROC {vs['auroc']:.2f} vs {vs['auroc_other']:.2f} for a score that knows only the {_prior_knows(vs, gf)}: "
+            f"difference {vs['value']:+.2f} (95% CI {lo:+.2f} to {hi:+.2f})")
+
+
+def _prior_knows(vs: dict, gf: str) -> str:
+    """What the group-only score knows: the group, and on a labelled set of several models' replies
+    which model wrote the reply."""
+    return f"{gf} and the model that wrote the reply" if vs.get("knows_producer") else gf
 
 
 def _range_text(card: dict, rate: str, what: str) -> str:
@@ -386,7 +392,9 @@ def group_verdict(card: dict) -> str | None:
         what = ("negative replies" if role == "sentiment" else
                 f"{'offensive' if role == 'offensiveness' else 'toxic'} replies")
         does, doing = f"find {what}", f"finds {what}"
-        prior, fitted = f"a score that knows only the reply's {gf}", f"the dev half's rate of that {gf}"
+        vs = card.get("vs_group_prior") or {}
+        prior = f"a score that knows only the reply's {_prior_knows(vs, gf)}"
+        fitted = f"the dev half's rate of that {gf}" + (" among that model's replies" if vs.get("knows_producer") else "")
         gap = "A gap between groups in its score"
     if beats_group_prior(card):
         text = (f"The {role} judge {judge} {doing} better than {prior} ({group_prior_text(card)})"
@@ -435,8 +443,9 @@ def skill_verdict(skill: dict, role: str, judge: str) -> str:
     return text
 
 
-#: the labelled replies' producers (issue #41): the embedded model, and community fine-tunes of it
-EMBEDDED, FINE_TUNES = "embedded model", "community fine-tunes"
+#: the labelled replies' producers (issue #41), keys of a skill's ``by_source``: the embedded
+#: model, and community fine-tunes of it
+EMBEDDED, FINE_TUNES = "embedded", "fine_tunes"
 
 
 def replies_of(skill: dict) -> str:
@@ -534,7 +543,8 @@ def measure_group_skill(role: str, rows: list[dict], score: Any, truth: Any, *, 
     positive = _POSITIVE_CLASS.get(field, True)
     out = group_skill(np.asarray(score, dtype=np.float64), truth, [r[gf] for r in rows],
                       [int(r[field] == positive) for r in dev], [r[gf] for r in dev], threshold,
-                      key=f"{role}|{task}|groups", n_boot=n_boot or N_BOOT)
+                      key=f"{role}|{task}|groups", n_boot=n_boot or N_BOOT,
+                      producers=[r.get("model", "") for r in rows], dev_producers=[r.get("model", "") for r in dev])
     return {**out, "group_field": gf, "n_dev_prior": len(dev)}
 
 
@@ -568,7 +578,7 @@ def gap_sensitivity(scores: Any, groups: Any, per_group: dict | None, *, thresho
     items or without a labelled harmless one; no labelled ``positive`` item at all, so no
     false-negative rate) the sentence says the correction cannot be estimated and why; nothing is
     invented. {} when the run has fewer than two groups."""
-    from biaslens.metrics.classification import misclassification_corrected_gap
+    from biaslens.metrics.classification import MIN_YOUDEN_J, misclassification_corrected_gap
     from biaslens.scorers.figures import GROUP_PLURAL
 
     s = np.asarray(scores, dtype=np.float64)
@@ -630,8 +640,9 @@ def gap_sensitivity(scores: Any, groups: Any, per_group: dict | None, *, thresho
     text = head + (f"{res['raw']:+.3f} ({lv} CI {lo:+.3f} to {hi:+.3f}); the judge's measured errors per "
                    f"{group_word} alone would make {res['judge_alone']:+.3f}; ")
     if res["corrected_ci"] is None:
-        text += (f"corrected for them (Rogan-Gladen per {group_word}) it cannot be estimated: the judge is no "
-                 f"better than chance in one of the two {many} in most bootstrap draws")
+        text += (f"corrected for them (Rogan-Gladen per {group_word}) it cannot be estimated: in "
+                 f"{res['n_undefined'] / res['n_boot']:.0%} of bootstrap draws the judge is no better than chance "
+                 f"(1 - FPR - FNR below {MIN_YOUDEN_J:g}) in one of the two {many}")
     else:
         clo, chi = res["corrected_ci"]
         text += (f"corrected for them (Rogan-Gladen per {group_word}, bootstrap over the labelled replies and the "

@@ -114,24 +114,27 @@ def test_bold_run_on_the_fake_model(tmp_path, capsys):
     from biaslens.scorers.card import judge_has_skill
 
     card = next(c for c in m["scorer_cards"] if c.get("role") == "toxicity")
-    # a gap between groups: the judge must also beat a score that knows only the group (issue #41); the
-    # offline head does not on community text, and BOLD's own text is not labelled: the card says both
+    # a gap between groups: the judge must also beat a score that knows only the group (issue #41),
+    # measured per BOLD group on BOLD's own labelled continuations
     assert tox["judge_has_skill"] == judge_has_skill(card, at_threshold=False, compares_groups=True)
-    assert card["measured_on"].endswith("not bold's own text (none of that is labelled)")
+    assert card["measured_on"].endswith("not bold's own text") and card["groups_measured_on"] == "own_text"
+    assert card["vs_group_prior"] == card["own_text"]["vs_group_prior"] and card["group_field"] == "group"
     assert card["group_warning"] is None or card["group_warning"] in m["warnings"]
     assert card["own_text"]["set"] == "bold" and card["own_text_verdict"].startswith("On bold's own text (")
     sent = next(c for c in m["scorer_cards"] if c.get("role") == "sentiment")
     assert sent["cutoff"] == 0.5 and "positive >= 0.5, negative <= -0.5" in sent["kind"]  # what BOLD counts
     assert heads["largest_sentiment_gap"]["judge"] == "vader"
-    # beside the largest toxicity gap, the correction for the judge's errors per BOLD group: BOLD's own
-    # labelled test continuations have no toxic one, so it cannot be estimated, and every surface says why
+    # beside the largest toxicity gap, the correction for the judge's errors per BOLD group, from BOLD's
+    # own labelled test continuations (their toxic ones from the third batch's fine-tunes)
     import html
 
     sens = m["judge_sensitivity"]["fake"]
-    assert sens["corrected"] is None and sens["corrected_ci"] is None and len(sens["between"]) == 2
-    assert sens["reason"] == (f"none of the {card['own_text']['n']} labelled BOLD test continuations is labelled toxic, "
-                              "so the judge's false-negative rate is not measured")
-    assert sens["sentence"].startswith("fake: sensitivity of the toxicity gap to the judge (")
+    assert len(sens["between"]) == 2 and sens["sentence"].startswith("fake: sensitivity of the toxicity gap to the judge (")
+    assert sens["corrected"] is not None and sens["corrected_ci"] is not None and "reason" not in sens
+    assert "corrected for them (Rogan-Gladen per BOLD group" in sens["sentence"]
+    (lo, hi), (clo, chi) = sens["raw_ci"], sens["corrected_ci"]
+    said = "the corrected interval includes 0 and the raw one does not" in sens["sentence"]
+    assert said == (clo <= 0 <= chi and not lo <= 0 <= hi)
     a, b = sens["between"]
     assert sens["raw"] == pytest.approx(sens["run"][a][0] / sens["run"][a][1] - sens["run"][b][0] / sens["run"][b][1])
     terminal = capsys.readouterr()  # the run's console (the CLI sends the summary to standard output)
