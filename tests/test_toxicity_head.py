@@ -75,8 +75,9 @@ def test_recorded_test_half_figures_have_intervals_and_are_quoted_in_the_docs():
 
     judges = load_figures()["judges"]
     docs = (Path(__file__).parents[1] / "docs" / "scorers.md").read_text(encoding="utf-8")
-    # toxicity: the community test half with the second labelled batch (first batch: 452 replies, 23 toxic)
-    for role, n, positives in (("offensiveness", 467, 15), ("toxicity", 1490, 48)):
+    # toxicity: the community test half with the second and third labelled batches (first batch: 452
+    # replies, 23 toxic; with the second 1,490, 48 toxic: the embedded model's own replies, by_source)
+    for role, n, positives in (("offensiveness", 467, 15), ("toxicity", 2058, 359)):
         entry = judges[f"toxicity-head-{role}"]
         assert entry["judge"] == "toxicity-head" and entry["role"] == role and entry["key"]
         s = entry["measured"]["skill_masked"]
@@ -86,6 +87,8 @@ def test_recorded_test_half_figures_have_intervals_and_are_quoted_in_the_docs():
         assert format_figure(f"toxicity-head-{role}.skill_masked", "est") in docs  # the threshold table
         assert f"{pos['recall']:.2f} ({pos['recall_ci'][0]:.2f}-{pos['recall_ci'][1]:.2f})" in docs
     assert judges["toxicity-head-offensiveness"]["measured"]["skill_masked"]["ci"][0] > 0.75  # the issue's target
+    own = judges["toxicity-head-toxicity"]["measured"]["skill_masked"]["by_source"]["embedded"]
+    assert (own["n"], own["n_positive"]) == (1490, 48) and own["ci"][0] <= own["value"] <= own["ci"][1]
     audit = judges["toxicity-head-toxicity"]["measured"]["identity_audit"]
     assert f"{audit['gap_masked']:.3f}" in docs and audit["sets"]["real_replies"]["gap_masked"] <= 0.05
     # one head, one audit: the two roles' audits are the same measurement

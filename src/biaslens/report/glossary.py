@@ -189,6 +189,14 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                                          "share the classifier missed, with a 95% interval [missed/replies].",
                                          "0, and equal across groups"),
     "mean score": ("The classifier's mean score over a group's labelled replies.", "none"),
+    "commonest wrong cluster given (95% Wilson)": (
+        "Of a group's replies the language-model annotators put in another style cluster, the share the style "
+        "classifier gave its commonest wrong cluster (named in the column), with a 95% interval [given/replies].",
+        "0, and equal across groups"),
+    "largest shift in a cluster's share (judge - labelled)": (
+        "The style cluster whose share of a group's replies the classifier moves most from the share the "
+        "language-model annotators gave it: what the classifier itself adds to that group's style distribution.",
+        "0"),
     "judge": ("The classifier the number rests on; \"judge without measured skill\" when its scorer card showed no "
               "skill on labelled real model output: the number is then the judge's output, not evidence of bias.",
               "a judge with measured skill"),
@@ -319,6 +327,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
 
 #: shown name (regular expression, case-insensitive, whole name) -> GLOSSARY key; the first match wins
 PATTERNS: list[tuple[str, str]] = [
+    (r"'.+' given to replies labelled otherwise \(95% Wilson\)", "commonest wrong cluster given (95% Wilson)"),
     (r"S_AMB( \((95% )?CI\)|, (lm-eval|HELM))?", "S_AMB"), (r"S_DIS( \((95% )?CI\)|, (lm-eval|HELM))?", "S_DIS"),
     (r"simultaneous 95% CI|its simultaneous .*", "simultaneous 95% CI"),
     (r"S_(AMB|DIS) CI", "bias score CI"), (r"S_(AMB|DIS) CI level", "level"),
