@@ -32,6 +32,7 @@ def test_the_guide_shows_the_example_file_verbatim():
     for f in files:
         assert f.read_text(encoding="utf-8") in blocks, f"docs/architecture.md must embed tests/examples/pronoun_gap/{f.name}"
     assert f'"pronoun-gap": "{LINE}",' in guide
+    assert (EXAMPLE / "words.yaml").read_text(encoding="utf-8") in guide
 
 
 def test_new_suite_runs_writes_and_rerenders(registered, tmp_path):
@@ -93,7 +94,11 @@ def test_it_gets_a_card_row_and_a_compare_section_from_the_registry_line(registe
     gap = metrics["pronoun-gap"]["mean_log_ppl_gap"]
     assert set(gap) == {"a", "b"} and gap["a"] == gap["b"] and "headlines" not in metrics  # its own section
     assert f"pronoun gap a: {gap['a']:+.3f}" in r.output
-    assert "Pronoun gap per model" in (tmp_path / "cmp" / "report.html").read_text()
+    page = (tmp_path / "cmp" / "report.html").read_text()
+    assert "Pronoun gap per model" in page
+    # its words.yaml: the column's header and the metric's glossary entry, with no edit to the platform
+    assert "<dt>mean log perplexity gap</dt>" in page and "Mean over occupations of log perplexity" in page
+    assert "mean_log_ppl_gap" not in page.split("<thead>", 1)[1].split("</thead>", 1)[0]
 
     from biaslens.card_leaderboard import leaderboard
 

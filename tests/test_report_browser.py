@@ -147,7 +147,7 @@ def check_tables_and_glossary(report: Path, layout: dict, name: str, labels: tup
     assert layout["glossaryLast"] and layout["glossary"], f"{name}: no glossary at the end of the page"
     unknown = [n for n in names if lookup(n) is None and n not in NOT_METRICS and n not in labels]
     assert not unknown, (f"{name}: names that are neither a metric in the glossary nor a label "
-                         f"(src/biaslens/report/glossary.py): {unknown}")
+                         f"(src/biaslens/report/words.yaml or the method's words.yaml): {unknown}")
     missing = sorted({lookup(n) for n in names if lookup(n)} - set(layout["glossary"]))
     assert not missing, f"{name}: metrics shown without their glossary entry: {missing}"
     assert len(layout["glossary"]) == len(set(layout["glossary"])), "a glossary entry twice"

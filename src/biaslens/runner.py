@@ -47,8 +47,7 @@ def calls_record(stats: ScoringStats, calls: ModelCalls | None) -> dict[str, Any
     """Model-call statistics as run.json records them (texts, cache hits, speed)."""
     cache = calls.cache if calls is not None else None
     return {
-        "n_sentences": stats.n_texts, "n_unique": stats.n_unique, "cache_hits": stats.cache_hits,
-        "computed": stats.computed, "batches": stats.batches, "seconds": round(stats.seconds, 3),
+        "n_sentences": stats.n_texts, "n_unique": stats.n_unique, **stats.cost(), "batches": stats.batches,
         "sentences_per_second": None if math.isnan(stats.texts_per_second) else round(stats.texts_per_second, 2),
         "corrupt_cache_records": stats.corrupt_records,
         "cache": str(cache.path) if cache is not None else None,

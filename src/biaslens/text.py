@@ -92,3 +92,13 @@ def model_name(model: Any) -> str:
 def model_names(models: Any) -> str:
     """A run's models as a report lists them: their names, comma-separated."""
     return ", ".join(model_name(m) for m in models or [])
+
+
+def decoding_in_words(params: Any, absent: str = "precomputed continuations") -> str:
+    """A run's decoding settings as a report shows them ('max new tokens 32, do sample False, top p 0.9'),
+    not as a Python repr; settings that are off (None, 0, False) are left out, except the two that say
+    how the text was made. ``absent`` when the run read its text instead of generating it."""
+    if not isinstance(params, dict) or not params:
+        return absent
+    shown = {k: v for k, v in params.items() if v not in (None, 0, False) or k in ("do_sample", "max_new_tokens")}
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown.items())

@@ -50,6 +50,10 @@ class ScoringStats:
     corrupt_records: int = 0
     extra: dict = field(default_factory=dict)
 
+    def cost(self) -> dict[str, Any]:
+        """What the calls cost, as run.json records it beside each suite's own counts."""
+        return {"cache_hits": self.cache_hits, "computed": self.computed, "seconds": round(self.seconds, 3)}
+
     @property
     def texts_per_second(self) -> float:
         return self.computed / self.seconds if self.seconds > 0 else float("nan")

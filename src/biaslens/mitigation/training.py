@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.fileio import write_atomic
+from biaslens.options import TRAINING_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -54,25 +55,31 @@ class TrainExample:
     spans: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
 
 
+def _command_default(name: str) -> Any:
+    """A Trainer setting's default as the training commands declare it (:data:`TRAINING_FIELDS`)."""
+    return TRAINING_FIELDS[name][0]
+
+
 @dataclass
 class TrainingConfig:
     """The Trainer settings of one fine-tuning run (debias, finetune community, tune style-equality)."""
 
-    epochs: float = 2.0
-    learning_rate: float = 5e-5
-    batch_size: int = 8
-    grad_accum: int = 1
+    # the defaults every training command shows in its --help, declared once there
+    epochs: float = _command_default("epochs")
+    learning_rate: float = _command_default("learning_rate")
+    batch_size: int = _command_default("batch_size")
+    grad_accum: int = _command_default("grad_accum")
     max_length: int = 128
     weight_decay: float = 0.0
     warmup_ratio: float = 0.0
     lm_weight: float = 1.0
     extra_weight: float = 1.0
-    save_steps: int = 50
+    save_steps: int = _command_default("save_steps")
     eval_steps: int | None = None
     early_stopping_patience: int | None = None
-    seed: int = 0
-    device: str = "cpu"
-    max_steps: int = -1
+    seed: int = _command_default("seed")
+    device: str = _command_default("device")
+    max_steps: int = _command_default("max_steps")
     #: token prepended to every text as context (no LM loss on it), so the text's first token
     #: is predicted too (LM loss, RedditBias LMD); None: texts start at their first token
     start_token: str | None = None

@@ -116,8 +116,7 @@ def sample_continuations(ctx: RunContext, prompts: list[str], *, samples: int, m
     with ctx.timer("generation"), ctx.progress("generating continuations", total=len(prompts) * samples) as report:
         outs = calls.generate([GenerationRequest(prompt=p) for p in prompts], params, progress=report, stats=stats)
     ctx.record["generation"] = {"params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
-                                "cache_hits": stats.cache_hits, "computed": stats.computed,
-                                "seconds": round(stats.seconds, 3), **stats.generation_speed()}
+                                **stats.cost(), **stats.generation_speed()}
     return outs
 
 

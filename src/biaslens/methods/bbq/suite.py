@@ -124,8 +124,7 @@ def _generate(items: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
     with ctx.timer("generation"), ctx.progress("generating answers", total=len(requests)) as report:
         outs = calls.generate(requests, params, progress=report, stats=stats)
     ctx.record["generation"] = {"params": params.key_params() | {"n": 1}, "n_answers": stats.n_texts,
-                                "cache_hits": stats.cache_hits, "computed": stats.computed,
-                                "seconds": round(stats.seconds, 3), "prompt": GENERATION_PROMPT,
+                                **stats.cost(), "prompt": GENERATION_PROMPT,
                                 "example_prompt": calls.backend.render_prompt(requests[0], params),
                                 **stats.generation_speed()}
     answers = [o[0] for o in outs]

@@ -13,7 +13,7 @@ from biaslens import __version__
 from biaslens.report.html import Section, Table, figure_from_matplotlib, intervals, render_report, subplots
 from biaslens.report.scorer_card import caveat_lead, scorer_card_section, scorer_notes, scorer_validity
 from biaslens.scorers.card import card_warnings
-from biaslens.text import model_name, model_names
+from biaslens.text import decoding_in_words, model_name, model_names
 
 
 def group_table(g: pd.DataFrame) -> pd.DataFrame:
@@ -85,8 +85,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
         metrics={"models": model_names(metrics.get("models")), "prompts": metrics.get("n_prompts"),
                  "prompts in the paper": metrics.get("paper_prompt_count"), "pages": metrics.get("n_pages"),
                  "selection": (metrics.get("source") or {}).get("selection"),
-                 "decoding": (", ".join(f"{k}={v}" for k, v in gen["params"].items() if v is not None)
-                              if isinstance(gen.get("params"), dict) else "precomputed continuations"),
+                 "decoding": decoding_in_words(gen.get("params")),
                  **scorer_validity(cards),
                  "noise floor": floors or "not computed"},
         figures=[sentiment_figure(g)] if len(g) and "sentiment_mean" in g else [],

@@ -110,8 +110,7 @@ def _generate_model(name: str, calls: ModelCalls, prompts: pd.DataFrame, ctx: Ru
         **model_record(calls), "separator": sep, "chat": params.chat,
         "example_prompt": backend.render_prompt(GenerationRequest(prompt=texts[0]), params),
         "params": params.key_params() | {"n": params.n}, "n_generations": stats.n_texts,
-        "cache_hits": stats.cache_hits, "computed": stats.computed, "seconds": round(stats.seconds, 3),
-        **stats.generation_speed()}
+        **stats.cost(), **stats.generation_speed()}
     base = prompts[PROMPT_COLUMNS].reset_index(drop=True)
     table = base.loc[base.index.repeat(params.n)].reset_index(drop=True)
     table.insert(0, "model", name)

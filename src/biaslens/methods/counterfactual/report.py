@@ -12,7 +12,7 @@ from biaslens import __version__
 from biaslens.report.html import Section, Table, intervals, render_report
 from biaslens.report.scorer_card import caveat_lead, scorer_card_section, scorer_notes, scorer_validity
 from biaslens.scorers.card import card_warnings
-from biaslens.text import model_name, model_names
+from biaslens.text import decoding_in_words, model_name, model_names
 
 
 def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
@@ -63,7 +63,7 @@ def render(analysis: dict[str, Any], metrics: dict[str, Any], *, run_record: dic
             metrics={"models": model_names(metrics.get("models")), "prompts": metrics.get("n_prompts"),
                      "variants": metrics.get("n_variants"), "prompts with no identity mention": metrics.get("n_skipped"),
                      "continuations": metrics.get("n_generations"),
-                     "decoding": str(gen.get("params")) if gen.get("params") else "precomputed continuations",
+                     "decoding": decoding_in_words(gen.get("params")),
                      **scorer_validity(cards)},
             tables=[Table("Gaps between groups", gap_table(analysis["gaps"]), scorer_notes(cards),
                           max_rows=200)]))

@@ -73,7 +73,7 @@ def _llm_variants(variants: pd.DataFrame, axes: list, ctx: RunContext) -> tuple[
     record = {
         "model": name, "asked": n_asked, "kept": int((kept["perturber"] == "llm").sum()),
         "dropped": {k: int(counts.get(why, 0)) for k, why in LLM_DROP_REASONS.items()},
-        "cache_hits": stats.cache_hits, "computed": stats.computed, "seconds": round(stats.seconds, 3)}
+        **stats.cost()}
     ctx.console.print(f"[bold]counterfactual[/bold]: the language model {name} wrote {n_asked} variants; "
                       f"{len(dropped)} dropped (skipped.csv: {counts.get(LLM_DROP_REASONS['mention'], 0)} do not name "
                       f"the new group, {counts.get(LLM_DROP_REASONS['jaccard'], 0)} change more than the mention)")

@@ -383,8 +383,7 @@ class FairPair(Suite):
                                                        total=len(prompts) * sizes["samples"]) as report:
                 conts = calls.generate(prompts, params, progress=report, stats=stats)
             rows = continuation_rows(pairs, conts[: len(pairs)], conts[len(pairs):], calls.info.name)
-            ctx.record["generation"] = {"n": stats.n_texts, "cache_hits": stats.cache_hits,
-                                        "computed": stats.computed, "seconds": round(stats.seconds, 3),
+            ctx.record["generation"] = {"n": stats.n_texts, **stats.cost(),
                                         "chat": opts.chat, "top_p": opts.top_p, "temperature": opts.temperature,
                                         **stats.generation_speed()}
         by_id = {p.pair_id: p for p in pairs}

@@ -132,8 +132,7 @@ class HolisticGeneration(Suite):
                              "flags": list(VARIANT_FLAGS) if opts.variants else []},
                 "prompt_rows": "every row with a descriptor (paper A.3), bare-noun controls left out",
                 "n_prompts": stats.n_texts // max(params.n, 1), "n_responses": stats.n_texts,
-                "cache_hits": stats.cache_hits, "computed": stats.computed, "batches": stats.batches,
-                "seconds": round(stats.seconds, 3),
+                **stats.cost(), "batches": stats.batches,
                 "responses_per_second": round(stats.computed / stats.seconds, 3) if stats.seconds > 0 else None,
                 **stats.generation_speed(),
             }

@@ -21,7 +21,7 @@ from biaslens.report.html import (
 from biaslens.report.scorer_card import scorer_card_section
 from biaslens.rounding import estimate, interval, value_and_interval
 from biaslens.scorers.card import card_note, card_warnings, skill_caveat
-from biaslens.text import plural
+from biaslens.text import decoding_in_words, plural
 
 
 def noise_floor_figure(permuted: np.ndarray, observed: float):
@@ -209,10 +209,8 @@ def _validity(metrics: dict[str, Any]) -> dict[str, Any]:
 def _generation_details(gen: dict) -> dict[str, str]:
     """Decoding settings in words, not as Python reprs ({'max_new_tokens': 32, ...} / [])."""
     out: dict[str, str] = {}
-    params = gen.get("params") or {}
-    if params:
-        shown = {k: v for k, v in params.items() if v not in (None, 0, False) or k in ("do_sample", "max_new_tokens")}
-        out["decoding"] = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown.items())
+    if gen.get("params"):
+        out["decoding"] = decoding_in_words(gen["params"])
     if "persona" in gen:
         out["persona"] = " / ".join(gen["persona"]) if gen["persona"] else "none"
     if gen.get("source"):

@@ -144,8 +144,8 @@ class RedditBias(Suite):
         if needs_model:
             score_views(views, ctx)
         stats = ctx.calls.stats if needs_model else ScoringStats()
-        ctx.record["scoring"] = {"n_texts": stats.n_texts, "n_unique": stats.n_unique, "cache_hits": stats.cache_hits,
-                                 "computed": stats.computed, "seconds": round(stats.seconds, 3)}
+        ctx.record["scoring"] = {"n_texts": stats.n_texts, "n_unique": stats.n_unique,
+                                 **stats.cost()}
         ctx.record["sources"] = {f"{v.bias_type}/{v.view}": {"source": v.source, "n_pairs": len(v.pairs),
                                                                "outlier_removal": v.outlier_removal, **v.notes}
                                  for v in views}
