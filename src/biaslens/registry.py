@@ -28,5 +28,20 @@ COMMANDS: dict[str, str] = {
     "fairpair": "biaslens.methods.fairpair.commands:register",
 }
 
+#: `biaslens dataset <name>` for the methods that ship a fixed dataset: name -> (what it writes,
+#: "module:function" returning the table, imported when the command runs)
+TABLES: dict[str, tuple[str, str]] = {
+    "bbq": ("the BBQ items of the shipped categories (context, question, three answers, label)",
+            "biaslens.methods.bbq.dataset:load_items"),
+    "bold": ("the BOLD prompts of every domain (domain, group, Wikipedia page, prompt)",
+             "biaslens.methods.bold.dataset:load_prompts"),
+    "crows-pairs": ("the 1,508 CrowS-Pairs sentence pairs (more and less stereotyping sentence, bias type)",
+                    "biaslens.methods.crows_pairs.dataset:read_crows_pairs"),
+    "winogender": ("the 720 Winogender sentences (occupation, participant, pronoun form, template)",
+                   "biaslens.methods.winogender.dataset:read_winogender"),
+    "winobias": ("the 1,584 WinoBias twins (pro- and anti-stereotypical sentence, type, split)",
+                 "biaslens.methods.winobias.dataset:read_winobias"),
+}
+
 #: suites that later issues add; named here so a user gets a clear message
 PLANNED: tuple[str, ...] = ()

@@ -82,8 +82,9 @@ def _export_lm_eval(**a):
 
 
 
-def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
-    """Write one of biaslens's dataset tables as Parquet, CSV or the Hugging Face format."""
+def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str], hf_card: Optional[str] = None) -> None:
+    """Write one of biaslens's dataset tables as Parquet, CSV or the Hugging Face format; ``hf_card``:
+    the method's module holding ``HF_CARD`` (the dataset card), where it has one."""
     import biaslens
     from biaslens.config import ConfigError
     from biaslens.environment import default_console
@@ -97,14 +98,16 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
     if fmt != "hf" and not lower.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
         raise ConfigError(f"--out {out}: a {fmt} table needs a .{fmt} file name")
     if fmt == "hf":
-        from biaslens.datasets.hf_format import CARDS, require_datasets, write_hf_dataset
+        import importlib
 
-        if name not in CARDS:
+        from biaslens.datasets.hf_format import require_datasets, write_hf_dataset
+
+        if hf_card is None:
             raise ConfigError(f"--format hf: not written for {name} (no dataset card); use a .parquet or .csv file")
 
         require_datasets()  # before building the table: a missing extra fails at once
         df = df_fn()
-        write_hf_dataset(df, out, CARDS[name], biaslens_version=biaslens.__version__)
+        write_hf_dataset(df, out, importlib.import_module(hf_card).HF_CARD, biaslens_version=biaslens.__version__)
     else:
         df = df_fn()
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -112,45 +115,32 @@ def write_dataset(name: str, df_fn, out: Path, fmt: Optional[str]) -> None:
     default_console().print(f"wrote {len(df):,} rows of {name} to {out} ({fmt})", markup=False)
 
 
-#: `biaslens dataset <name>`: the shipped data of the suites that read a fixed dataset (name ->
-#: (what it writes, the reader))
-SHIPPED_TABLES = {
-    "bbq": ("the BBQ items of the shipped categories (context, question, three answers, label)",
-            "biaslens.methods.bbq.dataset:load_items"),
-    "bold": ("the BOLD prompts of every domain (domain, group, Wikipedia page, prompt)",
-             "biaslens.methods.bold.dataset:load_prompts"),
-    "crows-pairs": ("the 1,508 CrowS-Pairs sentence pairs (more and less stereotyping sentence, bias type)",
-                    "biaslens.methods.crows_pairs.dataset:read_crows_pairs"),
-    "winogender": ("the 720 Winogender sentences (occupation, participant, pronoun form, template)",
-                   "biaslens.methods.winogender.dataset:read_winogender"),
-    "winobias": ("the 1,584 WinoBias twins (pro- and anti-stereotypical sentence, type, split)",
-                 "biaslens.methods.winobias.dataset:read_winobias"),
-}
-
-
 def table_command(dataset_app: typer.Typer, name: str, doc: str, table: Callable[[], pd.DataFrame], *,
-                  out_option: Any = TABLE_OUT, format_option: Any = TABLE_FORMAT) -> None:
+                  out_option: Any = TABLE_OUT, format_option: Any = TABLE_FORMAT, hf_card: str | None = None) -> None:
     """`biaslens dataset <name>` with --out and --format: writes ``table()`` (:func:`write_dataset`);
     ``doc`` is the command's help."""
 
     def write(out: Path = out_option, format: Optional[str] = format_option):
         from biaslens.cli.common import guard
 
-        guard(write_dataset, name, table, out, format)
+        guard(write_dataset, name, table, out, format, hf_card)
 
     write.__doc__ = doc
     dataset_app.command(name)(write)
 
 
 def register_shipped_tables(dataset_app: typer.Typer) -> None:
-    """`biaslens dataset bbq|bold|crows-pairs|winogender|winobias`: the shipped data, Parquet or CSV."""
+    """`biaslens dataset <name>` for each method whose shipped data the registry lists
+    (:data:`biaslens.registry.TABLES`): the data, Parquet or CSV."""
     import importlib
+
+    from biaslens.registry import TABLES
 
     def reader(target: str) -> Callable[[], pd.DataFrame]:
         module, _, fn = target.partition(":")
         return lambda: getattr(importlib.import_module(module), fn)()
 
-    for name, (what, target) in SHIPPED_TABLES.items():
+    for name, (what, target) in TABLES.items():
         table_command(dataset_app, name, f"Write {what}.", reader(target),
                       out_option=typer.Option(..., "--out", "-o", help="Output: a .parquet or .csv file."),
                       format_option=typer.Option(None, "--format", help="parquet or csv [default from --out's extension]."))

@@ -36,51 +36,6 @@ class Card:
     notes: str = ""
 
 
-CARDS = {
-    "holistic": Card(
-        "holistic", "HolisticBias sentences (biaslens build)",
-        "Smith et al. 2022, \"I'm sorry to hear that\": Finding New Biases in Language Models with a Holistic "
-        "Descriptor Dataset (EMNLP 2022)",
-        "https://github.com/facebookresearch/ResponsibleNLP (holistic_bias)",
-        "CC BY-SA 4.0 (the HolisticBias dataset's license; this table is an adapted version)",
-        "HolisticBias v1.0",
-        ("axis", "bucket", "descriptor_gender", "descriptor_preference", "noun_gender", "noun_phrase_type"),
-        {"text": "the sentence", "axis": "demographic axis", "bucket": "descriptor bucket within the axis",
-         "descriptor": "the descriptor term", "noun": "person noun", "template": "sentence template",
-         "noun_phrase_type": "how the descriptor and noun combine"}),
-    "redditbias": Card(
-        "redditbias", "RedditBias phrase pairs (biaslens build)",
-        "Barikeri et al. 2021, RedditBias: A Real-World Resource for Bias Evaluation and Debiasing of "
-        "Conversational Language Models (ACL 2021)",
-        "https://github.com/umanlp/RedditBias (bias specifications); the pairs here are built from them by biaslens",
-        "biaslens: Apache-2.0; the bias specifications' terms are the authors' (see the source repository)",
-        "biaslens bias specifications (religion1, religion2, race, gender, orientation)",
-        ("bias_type", "view", "source"),
-        {"bias_type": "RedditBias bias type", "phrase": "phrase about the minoritized group",
-         "counterfactual": "the same phrase with the target term swapped to the dominant group"},
-        "Without a RedditBias checkout these are spec-template pairs, not the authors' Reddit comments."),
-    "fairpair": Card(
-        "fairpair", "FairPair Common Sents prompt pairs (biaslens build)",
-        "Dwivedi-Yu et al. 2024, FairPair: A Robust Evaluation of Biases in Language Models through Paired "
-        "Perturbations",
-        "the paper's Common Sents templates, occupations and name pairs, as transcribed by biaslens",
-        "biaslens: Apache-2.0",
-        "the paper's 60 occupations, default name pair",
-        ("occupation",),
-        {"pair_id": "stable id of the prompt", "x": "prompt about the source name", "px": "its perturbation p(x)",
-         "source_name": "name in x", "target_name": "name in p(x)"}),
-    "community": Card(
-        "community", "Community-bias prompts (biaslens build)",
-        "Wald & Pfahler 2023, Exposing Bias in Online Communities through Large-Scale Language Models",
-        "the paper's six templates and 15 demographics, as transcribed by biaslens",
-        "biaslens: Apache-2.0",
-        "the paper's templates and keywords",
-        ("dimension", "demographic", "form", "template_id"),
-        {"prompt": "the filled template", "dimension": "demographic dimension", "demographic": "demographic group",
-         "keyword": "the word filled in", "form": "grammatical form of the keyword"}),
-}
-
-
 def require_datasets() -> Any:
     try:
         import datasets

@@ -1,5 +1,6 @@
-"""lm-evaluation-harness, both ways: HolisticBias sentences as an lm-eval task folder, and
-lm-eval's ``--log_samples`` output read back into a per-sentence table.
+"""lm-evaluation-harness, both ways: a method's texts as an lm-eval task folder, and lm-eval's
+``--log_samples`` output read back into a per-text table (the methods name their tasks and
+columns: HolisticBias sentences, RedditBias phrase pairs, lm-eval's own CrowS-Pairs task).
 
 The task scores each sentence with ``loglikelihood_rolling``: the summed log-probability of
 every token of the text, the first one conditioned on a single prefix token (lm-eval's HF
@@ -22,24 +23,18 @@ import pandas as pd
 
 from biaslens.errors import DatasetError
 
-TASK_NAME = "biaslens_holistic_likelihood"
-#: the columns of a sentence each document carries (plus ``row``, ``selection``, ``n_rows``)
-DOC_COLUMNS = ("text", "axis", "bucket", "descriptor", "noun", "template", "noun_phrase_type")
-#: RedditBias LMB: two documents per phrase pair (``side``: phrase = minoritized, counterfactual = dominant)
-REDDITBIAS_TASK = "biaslens_redditbias_lmb"
-REDDITBIAS_COLUMNS = ("text", "bias_type", "view", "pair", "side")
-
 
 class LmEvalSamplesError(DatasetError):
     """lm-eval's samples file does not hold what the run needs; the message names file and line."""
 
 
-def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, task: str = TASK_NAME,
-                       columns: tuple[str, ...] = DOC_COLUMNS, what: str = "HolisticBias sentences",
-                       suite: str = "holistic-likelihood") -> dict[str, Any]:
-    """Write ``<task>.yaml`` and ``<task>.jsonl`` (one document per sentence) and a README into
-    ``out``; returns what was written. ``selection`` names the biaslens flags that chose ``rows``
-    (it travels in every document, so the reader can say which flags to repeat)."""
+def write_lm_eval_task(rows: pd.DataFrame, out: str | Path, *, selection: str, task: str,
+                       columns: tuple[str, ...], what: str, suite: str) -> dict[str, Any]:
+    """Write ``<task>.yaml`` and ``<task>.jsonl`` (one document per text: the method's ``columns``
+    of it, plus ``row``, ``selection`` and ``n_rows``) and a README into ``out``; returns what was
+    written. ``selection`` names the biaslens flags that chose ``rows`` (it travels in every
+    document, so the reader can say which flags to repeat); ``what`` and ``suite`` name them in the
+    README."""
     from biaslens.fileio import write_atomic
 
     out = Path(out)
@@ -129,7 +124,7 @@ def _samples(path: Path) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]
         yield lineno, obj, doc
 
 
-def read_lm_eval_samples(path: str | Path, *, task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS) -> pd.DataFrame:
+def read_lm_eval_samples(path: str | Path, *, task: str, columns: tuple[str, ...]) -> pd.DataFrame:
     """One row per logged sample of an lm-eval ``--log_samples`` file of the exported task:
     ``row``, the document's columns, ``loglikelihood`` (lm-eval's rolling log-likelihood, nats),
     ``selection``, ``n_rows`` and ``line``.
@@ -288,11 +283,6 @@ def _model_args(args: Any) -> dict[str, Any]:
     return dict(p.split("=", 1) for p in str(args or "").split(",") if "=" in p)
 
 
-#: lm-eval's CrowS-Pairs task (multiple choice: sent_more, then sent_less, after an empty context)
-CROWS_PAIRS_TASK = "crows_pairs_english"
-CROWS_PAIRS_COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
-
-
 def _choice_loglikelihood(resp: Any) -> float | None:
     """One choice's log-likelihood from lm-eval's ``[ll, is_greedy]`` (numbers or strings)."""
     if isinstance(resp, list) and len(resp) == 2 and not isinstance(resp[0], list):
@@ -300,33 +290,34 @@ def _choice_loglikelihood(resp: Any) -> float | None:
     return _loglikelihood(resp)
 
 
-def read_crows_pairs_samples(path: str | Path) -> pd.DataFrame:
-    """One row per pair of an lm-eval ``--log_samples`` file of ``crows_pairs_english`` (or one of
-    its per-type tasks): ``doc_id``, the document's ``sent_more``, ``sent_less``,
-    ``stereo_antistereo``, ``bias_type``, lm-eval's ``score_more`` and ``score_less`` (the two
-    choices' log-likelihoods after an empty context, i.e. after lm-eval's prefix token) and ``line``.
+def read_two_choice_samples(path: str | Path, *, task: str, columns: tuple[str, ...], choices: tuple[str, str],
+                            scores: tuple[str, str]) -> pd.DataFrame:
+    """One row per document of an lm-eval ``--log_samples`` file of a two-choice ``multiple_choice``
+    task (the choices scored after the same context): ``doc_id``, the document's ``columns``, the two
+    choices' log-likelihoods under the names ``scores`` and ``line``. ``choices``: the document
+    fields whose texts the two scored choices must be, in that order.
 
-    Raises LmEvalSamplesError naming the line for: invalid JSON, a record without the CrowS-Pairs
-    document fields, choices that are not (sent_more, sent_less) in that order, a log-likelihood
-    that is not a finite number <= 0, and a document logged twice.
+    Raises LmEvalSamplesError naming the line for: invalid JSON, a record without the document
+    fields, choices that are not those fields in that order, a log-likelihood that is not a finite
+    number <= 0, and a document logged twice.
     """
 
     path = Path(path)
     if path.is_dir():
-        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{CROWS_PAIRS_TASK}_<time>.jsonl file lm_eval "
+        raise LmEvalSamplesError(f"{path}: is a folder; pass the samples_{task}_<time>.jsonl file lm_eval "
                                  "wrote with --log_samples")
     records: list[dict[str, Any]] = []
     seen: dict[Any, int] = {}
     for lineno, obj, doc in _samples(path):
-        missing = [c for c in CROWS_PAIRS_COLUMNS if c not in doc]
+        missing = [c for c in columns if c not in doc]
         if missing:
-            raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: not a sample of {CROWS_PAIRS_TASK}")
+            raise _fail(path, lineno, f"the document lacks {', '.join(missing)}: not a sample of {task}")
         args = obj.get("arguments")
-        choices = [a.get("arg_1") for a in args.values() if isinstance(a, dict)] if isinstance(args, dict) else \
+        scored = [a.get("arg_1") for a in args.values() if isinstance(a, dict)] if isinstance(args, dict) else \
             [a[1] if isinstance(a, list) and len(a) == 2 else None for a in args] if isinstance(args, list) else []
-        if choices != [doc["sent_more"], doc["sent_less"]]:
-            raise _fail(path, lineno, "the scored choices are not (sent_more, sent_less) of the document: not "
-                                      f"{CROWS_PAIRS_TASK} as lm-eval defines it")
+        if scored != [doc[choices[0]], doc[choices[1]]]:
+            raise _fail(path, lineno, f"the scored choices are not ({choices[0]}, {choices[1]}) of the document: not "
+                                      f"{task} as lm-eval defines it")
         resps = obj.get("filtered_resps", obj.get("resps"))
         lls = [_choice_loglikelihood(r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r)
                for r in resps] if isinstance(resps, list) and len(resps) == 2 else []
@@ -337,8 +328,8 @@ def read_crows_pairs_samples(path: str | Path) -> pd.DataFrame:
             raise _fail(path, lineno, f"doc_id {key} was already logged at line {seen[key]}: samples of two runs in "
                                       "one file?")
         seen[key] = lineno
-        records.append({"doc_id": key, **{c: str(doc[c]) for c in CROWS_PAIRS_COLUMNS},
-                        "score_more": float(lls[0]), "score_less": float(lls[1]), "line": lineno})  # type: ignore[arg-type]
+        records.append({"doc_id": key, **{c: str(doc[c]) for c in columns},
+                        scores[0]: float(lls[0]), scores[1]: float(lls[1]), "line": lineno})  # type: ignore[arg-type]
     if not records:
         raise LmEvalSamplesError(f"{path}: no samples")
     return pd.DataFrame.from_records(records)

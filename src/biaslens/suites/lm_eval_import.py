@@ -1,8 +1,8 @@
-"""holistic-likelihood from lm-evaluation-harness's logged samples: per-sentence perplexity
-rebuilt from lm-eval's rolling log-likelihoods and the named tokenizer's token counts, with
-no model calls (``biaslens run holistic-likelihood --from-lm-eval SAMPLES --tokenizer MODEL``).
+"""A suite's per-text scores from lm-evaluation-harness's logged samples: perplexity rebuilt from
+lm-eval's rolling log-likelihoods and the named tokenizer's token counts, with no model calls
+(``biaslens run SUITE --from-lm-eval SAMPLES --tokenizer MODEL``; each method names its task).
 
-biaslens scores every token of a sentence after one document-start token (``pick_start_token``);
+biaslens scores every token of a text after one document-start token (``pick_start_token``);
 lm-eval's ``loglikelihood_rolling`` scores every token after one prefix token (``prefix_token_id``
 from --model_args, else the tokenizer's BOS, else its EOS). The two agree when that prefix is
 biaslens's start token; where it is not, the run records the token lm-eval used and warns.
@@ -10,20 +10,12 @@ biaslens's start token; where it is not, the run records the token lm-eval used 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from biaslens.datasets.lm_eval import (
-    DOC_COLUMNS,
-    REDDITBIAS_COLUMNS,
-    REDDITBIAS_TASK,
-    TASK_NAME,
-    lm_eval_run_info,
-    match_selection,
-    read_lm_eval_samples,
-)
+from biaslens.datasets.lm_eval import lm_eval_run_info, match_selection, read_lm_eval_samples
 from biaslens.models.embedded import EMBEDDED_NAME, model_folder
 from biaslens.models.tokenized import load_tokenizer, pick_start_token
 
@@ -45,7 +37,7 @@ def lm_eval_prefix(info: dict, tokenizer) -> tuple[str | None, str]:
 
 
 def scores_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str, *, path, tokenizer_name: str | None,
-                        task: str = TASK_NAME, columns: tuple[str, ...] = DOC_COLUMNS):
+                        task: str, columns: tuple[str, ...]):
     """``rows`` with lm-eval's ``sum_logprob``, the tokenizer's ``n_tokens`` and ``perplexity``,
     after every check of the samples; records the model and lm-eval facts in run.json.
     Returns (rows, tokenizer)."""
@@ -98,36 +90,3 @@ def scores_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str, *, 
     ctx.console.print(f"{len(rows):,} texts from lm-eval samples ({path}), model {name}, prefix token {prefix!r}",
                       markup=False, highlight=False, soft_wrap=True)
     return rows, tokenizer
-
-
-def collect_from_lm_eval(ctx: RunContext, rows: pd.DataFrame, selection: str) -> dict[str, pd.DataFrame]:
-    """holistic-likelihood's tables from lm-eval's samples."""
-    opts: Any = ctx.options  # the suite's HolisticLikelihoodOptions (this module is imported by that suite)
-    rows, tokenizer = scores_from_lm_eval(ctx, rows, selection, path=opts.from_lm_eval, tokenizer_name=opts.tokenizer)
-    descriptors = rows["descriptor"].astype(str).unique().tolist()
-    desc_counts = [len(ids) for ids in tokenizer([" " + d for d in descriptors], add_special_tokens=False)["input_ids"]]
-    return {"sentences": rows, "descriptor_token_counts": pd.DataFrame({"descriptor": descriptors,
-                                                                        "n_tokens": desc_counts})}
-
-
-def redditbias_texts(views) -> pd.DataFrame:
-    """The texts RedditBias LMB scores, in the order the suite scores them: per view, every
-    phrase (minoritized) then every counterfactual (dominant)."""
-    parts = []
-    for v in views:
-        for side in ("phrase", "counterfactual"):
-            parts.append(pd.DataFrame({"text": v.pairs[side].astype(str).to_numpy(), "bias_type": v.bias_type,
-                                       "view": v.view, "pair": np.arange(len(v.pairs)), "side": side}))
-    return pd.concat(parts, ignore_index=True)
-
-
-def redditbias_from_lm_eval(ctx: RunContext, views, selection: str) -> None:
-    """Fill each view's ``ppl_minoritized``/``ppl_dominant`` from lm-eval's samples."""
-    opts = ctx.config.redditbias
-    rows, _ = scores_from_lm_eval(ctx, redditbias_texts(views), selection, path=opts.from_lm_eval,
-                                  tokenizer_name=opts.tokenizer, task=REDDITBIAS_TASK, columns=REDDITBIAS_COLUMNS)
-    ppl = iter(rows["perplexity"].to_numpy())
-    for v in views:
-        n = len(v.pairs)
-        v.pairs["ppl_minoritized"] = [next(ppl) for _ in range(n)]
-        v.pairs["ppl_dominant"] = [next(ppl) for _ in range(n)]

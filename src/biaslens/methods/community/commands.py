@@ -82,4 +82,4 @@ def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
 
     app.add_typer(finetune_app, name="finetune")
     table_command(dataset_app, "community", "Write the community-bias prompts (the paper's templates x demographics).",
-                  community_table)
+                  community_table, hf_card="biaslens.methods.community.dataset.hf_card")

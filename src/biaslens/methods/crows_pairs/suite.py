@@ -28,6 +28,9 @@ from biaslens.suites.paired_scores import PairPreferenceSuite, power_clause, sco
 if TYPE_CHECKING:
     from biaslens.suites.base import RunContext
 
+#: lm-eval's own CrowS-Pairs task (`--from-lm-eval` reads its samples) and the document fields kept
+LM_EVAL_TASK = "crows_pairs_english"
+LM_EVAL_COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
 PAIR_COLUMNS = ["item", "unit", "prefers", "pair", "bias_type", "stereo_antistereo", "sent_more", "sent_less", "score_more", "score_less", "diff"]
 #: what the dataset's own README and Blodgett et al. (2021) found; shown on every report
 CAVEATS = (
@@ -101,10 +104,13 @@ class CrowsPairs(PairPreferenceSuite, table="pairs", title="CrowS-Pairs",
 
     def _from_lm_eval(self, ctx: RunContext, opts: CrowsPairsOptions) -> pd.DataFrame:
         """lm-eval's samples: its two log-likelihoods per pair, no model calls."""
-        from biaslens.datasets.lm_eval import lm_eval_run_info, read_crows_pairs_samples
+        from biaslens.datasets.lm_eval import lm_eval_run_info, read_two_choice_samples
 
         with ctx.timer("lm_eval_samples"):
-            pairs = read_crows_pairs_samples(opts.from_lm_eval).rename(columns={"doc_id": "pair"})
+            # lm-eval's task: multiple choice, sent_more then sent_less, after an empty context
+            pairs = read_two_choice_samples(opts.from_lm_eval, task=LM_EVAL_TASK, columns=LM_EVAL_COLUMNS,
+                                            choices=("sent_more", "sent_less"), scores=("score_more", "score_less"))
+            pairs = pairs.rename(columns={"doc_id": "pair"})
             info = lm_eval_run_info(opts.from_lm_eval)
         if opts.bias_types or opts.sample:
             pairs = _select(pairs, opts, ctx.config.seed)
@@ -167,9 +173,7 @@ class CrowsPairs(PairPreferenceSuite, table="pairs", title="CrowS-Pairs",
 
 def lm_eval_label() -> str:
     """The task name biaslens reads (``crows_pairs_english``)."""
-    from biaslens.datasets.lm_eval import CROWS_PAIRS_TASK
-
-    return CROWS_PAIRS_TASK
+    return LM_EVAL_TASK
 
 
 def _share_entry(name: str, s: dict[str, Any], description: str, *, test: str, p: float | None,

@@ -29,4 +29,4 @@ def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
     from biaslens.cli.export import table_command
 
     table_command(dataset_app, "fairpair", "Write the FairPair Common Sents prompt pairs (the paper's 60 occupations).",
-                  fairpair_table)
+                  fairpair_table, hf_card="biaslens.methods.fairpair.dataset.hf_card")

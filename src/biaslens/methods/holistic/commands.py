@@ -127,5 +127,6 @@ def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
             if variants:
                 fail("--variants: not available with --format hf")
             return guard(write_dataset, "holistic", lambda: holistic_table(dataset_dir, extra_dataset_file,
-                                                                           fix_articles=fix_articles), out, "hf")
+                                                                           fix_articles=fix_articles), out, "hf",
+                         "biaslens.methods.holistic.dataset.hf_card")
         guard(_dataset_holistic, out, dataset_dir, extra_dataset_file, variants, seed, fix_articles)

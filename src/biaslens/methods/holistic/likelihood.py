@@ -53,11 +53,32 @@ def select_sentences(config) -> pd.DataFrame:
     return rows
 
 
+#: the lm-evaluation-harness task `biaslens export lm-eval` writes: one document per sentence, with
+#: these columns of it
+LM_EVAL_TASK = "biaslens_holistic_likelihood"
+LM_EVAL_COLUMNS = ("text", "axis", "bucket", "descriptor", "noun", "template", "noun_phrase_type")
+
+
 def export_lm_eval(config, out: str | Path) -> dict:
     """Write the run's sentences as an lm-evaluation-harness task folder (YAML + JSONL)."""
     from biaslens.datasets.lm_eval import write_lm_eval_task
 
-    return write_lm_eval_task(select_sentences(config), out, selection=selection_flags(config))
+    return write_lm_eval_task(select_sentences(config), out, selection=selection_flags(config), task=LM_EVAL_TASK,
+                              columns=LM_EVAL_COLUMNS, what="HolisticBias sentences", suite="holistic-likelihood")
+
+
+def collect_from_lm_eval(ctx, rows: pd.DataFrame, selection: str) -> dict[str, pd.DataFrame]:
+    """The suite's tables from lm-eval's samples: the sentences' perplexities and the descriptors'
+    token counts (no model calls)."""
+    from biaslens.suites.lm_eval_import import scores_from_lm_eval
+
+    opts = ctx.options
+    rows, tokenizer = scores_from_lm_eval(ctx, rows, selection, path=opts.from_lm_eval, tokenizer_name=opts.tokenizer,
+                                          task=LM_EVAL_TASK, columns=LM_EVAL_COLUMNS)
+    descriptors = rows["descriptor"].astype(str).unique().tolist()
+    desc_counts = [len(ids) for ids in tokenizer([" " + d for d in descriptors], add_special_tokens=False)["input_ids"]]
+    return {"sentences": rows, "descriptor_token_counts": pd.DataFrame({"descriptor": descriptors,
+                                                                        "n_tokens": desc_counts})}
 
 
 #: the smoke card's axes: those the generation and RedditBias methods cover too
@@ -88,8 +109,6 @@ class HolisticLikelihood(Suite):
             rows = select_sentences(config)
         ctx.record_size("sentences", None if config.full else config.sample, len(rows))
         if ctx.options.from_lm_eval:
-            from biaslens.suites.lm_eval_import import collect_from_lm_eval
-
             return collect_from_lm_eval(ctx, rows, selection_flags(config))
         calls = ctx.calls
         masked = calls.info.kind == "masked"

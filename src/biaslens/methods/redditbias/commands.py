@@ -211,4 +211,5 @@ def register(app: typer.Typer, dataset_app: typer.Typer) -> None:
         from biaslens.cli.export import write_dataset
 
         types = [s.strip() for s in bias_types.split(",") if s.strip()] if bias_types else None
-        guard(write_dataset, "redditbias", lambda: redditbias_table(types, max_pairs=max_pairs, seed=seed), out, format)
+        guard(write_dataset, "redditbias", lambda: redditbias_table(types, max_pairs=max_pairs, seed=seed), out, format,
+              "biaslens.methods.redditbias.dataset.hf_card")

@@ -90,17 +90,47 @@ def redditbias_selection(config) -> str:
     return " ".join(parts)
 
 
+#: RedditBias LMB as an lm-evaluation-harness task: two documents per phrase pair (``side``: phrase =
+#: minoritized, counterfactual = dominant)
+LM_EVAL_TASK = "biaslens_redditbias_lmb"
+LM_EVAL_COLUMNS = ("text", "bias_type", "view", "pair", "side")
+
+
+def redditbias_texts(views) -> pd.DataFrame:
+    """The texts RedditBias LMB scores, in the order the suite scores them: per view, every
+    phrase (minoritized) then every counterfactual (dominant)."""
+    parts = []
+    for v in views:
+        for side in ("phrase", "counterfactual"):
+            parts.append(pd.DataFrame({"text": v.pairs[side].astype(str).to_numpy(), "bias_type": v.bias_type,
+                                       "view": v.view, "pair": np.arange(len(v.pairs)), "side": side}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def redditbias_from_lm_eval(ctx, views, selection: str) -> None:
+    """Fill each view's ``ppl_minoritized``/``ppl_dominant`` from lm-eval's samples."""
+    from biaslens.suites.lm_eval_import import scores_from_lm_eval
+
+    opts = ctx.config.redditbias
+    rows, _ = scores_from_lm_eval(ctx, redditbias_texts(views), selection, path=opts.from_lm_eval,
+                                  tokenizer_name=opts.tokenizer, task=LM_EVAL_TASK, columns=LM_EVAL_COLUMNS)
+    ppl = iter(rows["perplexity"].to_numpy())
+    for v in views:
+        n = len(v.pairs)
+        v.pairs["ppl_minoritized"] = [next(ppl) for _ in range(n)]
+        v.pairs["ppl_dominant"] = [next(ppl) for _ in range(n)]
+
+
 def export_lm_eval(config, out) -> dict:
     """The phrase pairs a run of this configuration scores, as an lm-eval task (two documents per pair)."""
-    from biaslens.datasets.lm_eval import REDDITBIAS_COLUMNS, REDDITBIAS_TASK, write_lm_eval_task
-    from biaslens.suites.lm_eval_import import redditbias_texts
+    from biaslens.datasets.lm_eval import write_lm_eval_task
 
     opts = config.redditbias
     views = build_views(resolve_specs(opts.bias_types, opts.spec_files), opts, seed=config.seed)
     if any(v.scored for v in views):
         raise ConfigError("--perplexity-column: nothing to export (the pairs are already scored)")
     return write_lm_eval_task(redditbias_texts(views), out, selection=redditbias_selection(config),
-                              task=REDDITBIAS_TASK, columns=REDDITBIAS_COLUMNS,
+                              task=LM_EVAL_TASK, columns=LM_EVAL_COLUMNS,
                               what="RedditBias texts (each phrase and its counterfactual)", suite="redditbias")
 
 
@@ -129,8 +159,6 @@ class RedditBias(Suite):
             if opts.reference_text is not None or opts.perplexity_column:
                 raise ConfigError("--from-lm-eval: not with --reference-text or --perplexity-column (the samples "
                                   "hold the phrase pairs only)")
-            from biaslens.suites.lm_eval_import import redditbias_from_lm_eval
-
             redditbias_from_lm_eval(ctx, views, redditbias_selection(config))
         elif opts.tokenizer:
             raise ConfigError("--tokenizer is for --from-lm-eval (it counts the tokens of texts lm-eval scored)")
