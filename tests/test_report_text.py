@@ -120,3 +120,12 @@ def test_rows_left_out_are_counted_right():
         page = render_report(title="t", run=run, sections=[Section("s", tables=[
             Table("t", pd.DataFrame({"x": range(n)}), max_rows=1)])])
         assert words in page and "1 more rows" not in page
+
+
+def test_decoding_settings_are_shown_in_words_the_same_way_on_every_page():
+    from biaslens.text import decoding_in_words
+
+    params = {"max_new_tokens": 32, "do_sample": False, "top_p": 0.9, "top_k": 0, "seed": None, "num_beams": 1}
+    assert decoding_in_words(params) == "max new tokens 32, do sample False, top p 0.9, num beams 1"
+    assert decoding_in_words(None) == decoding_in_words({}) == "precomputed continuations"
+    assert decoding_in_words("not a dict", absent="read from a file") == "read from a file"
